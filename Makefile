@@ -1,0 +1,108 @@
+# Kiln's build. `make demo` and `make test` are the two set-up commands the
+# README promises work on a fresh machine; every target installs what it needs.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X github.com/kilnmcp/kiln/runtime/version.stamp=$(VERSION)
+# -trimpath and a fixed build ID make two builds of one commit byte-identical.
+BUILDFLAGS := -trimpath -buildvcs=false -ldflags '$(LDFLAGS) -buildid='
+SEMANTIC  ?=
+TAGS      := $(if $(SEMANTIC),-tags semantic,)
+FUZZTIME  ?= 10s
+STATICCHECK_VERSION := v0.8.2
+CONFIG    ?= kiln.yaml
+
+.PHONY: build peers generate record emit diff test unit race e2e lint fmt vet staticcheck tidy \
+        emit-check fuzz fuzz-short bench eval demo llama conformance release-check ci clean
+
+## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
+build:
+	CGO_ENABLED=$(if $(SEMANTIC),1,0) $(GO) build $(BUILDFLAGS) $(TAGS) -o bin/kiln ./cmd/kiln
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o bin/kiln-gen ./cmd/kiln-gen
+
+## peers: the pinned reference MCP servers the default config and tests use
+peers: tests/node_modules/.package-lock.json
+tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.json
+	npm ci --prefix tests --no-audit --no-fund --loglevel=error
+
+## generate: record live backends into manifests/, then emit generated/
+generate: record emit
+
+record: peers
+	$(GO) run ./cmd/kiln-gen record --config $(CONFIG) --manifests manifests
+
+emit:
+	$(GO) run ./cmd/kiln-gen emit --manifests manifests --out generated
+
+## diff: live backends vs committed manifests; exit 1 on drift
+diff: peers
+	$(GO) run ./cmd/kiln-gen diff --config $(CONFIG) --manifests manifests
+
+## test: everything CI checks (the README's test command)
+test: lint emit-check race e2e fuzz-short
+
+unit:
+	$(GO) test ./...
+
+race:
+	$(GO) test -race -shuffle=on ./...
+
+e2e: peers build
+	KILN_BIN=$(CURDIR)/bin $(GO) test -tags e2e -count=1 ./tests/...
+
+lint: fmt vet staticcheck tidy
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tests/node_modules/*')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+	$(GO) vet -tags e2e ./tests/...
+
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -checks 'all,-ST1000,-ST1003' \
+	  $$($(GO) list ./... | grep -v '/generated')
+
+tidy:
+	$(GO) mod tidy -diff
+
+## emit-check: generated/ must be exactly what emit makes of manifests/
+emit-check: emit
+	@git diff --exit-code --stat -- generated || { echo "generated/ is stale: run make emit and commit it"; exit 1; }
+	@test -z "$$(git status --porcelain -- generated)" || { echo "generated/ has untracked files:"; git status --porcelain -- generated; exit 1; }
+
+## fuzz-short: every fuzz target for FUZZTIME (CI); fuzz: longer
+fuzz-short:
+	./tests/fuzz.sh $(FUZZTIME)
+
+fuzz:
+	./tests/fuzz.sh 5m
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./runtime/...
+
+## eval: search quality on the external benchmarks in ../shared/bench
+BENCH ?= ../shared/bench
+eval:
+	$(GO) run ./cmd/kiln-gen eval --tools $(BENCH)/livemcpbench/tools.jsonl --queries $(BENCH)/livemcpbench/queries.jsonl
+	$(GO) run ./cmd/kiln-gen eval --tools $(BENCH)/toolbench/tools.jsonl --queries $(BENCH)/toolbench/queries.jsonl
+
+## demo: build, start kiln on the default backends and walk a real client through it
+demo: peers build
+	$(GO) run ./tests/democlient -kiln bin/kiln
+
+## llama: libllama_go.so for SEMANTIC=1 builds, from npm registry parts
+llama:
+	./runtime/search/semantic/llama/build.sh
+
+release-check:
+	$(GO) run github.com/goreleaser/goreleaser/v2@v2.17.0 check
+
+ci: test
+
+clean:
+	rm -rf bin .kiln

@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/kilnmcp/kiln/gen/eval"
+)
+
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("eval", stderr)
+	tools := fs.String("tools", "", "tools.jsonl of a tool-retrieval dataset")
+	queries := fs.String("queries", "", "queries.jsonl of the same dataset")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if fs.Parse(args) != nil {
+		return exitUsage
+	}
+	if *tools == "" || *queries == "" {
+		fmt.Fprintln(stderr, "kiln-gen eval: both --tools and --queries are required, e.g. --tools ../shared/bench/toolbench/tools.jsonl --queries ../shared/bench/toolbench/queries.jsonl")
+		return exitUsage
+	}
+	rep, err := eval.Run(ctx, *tools, *queries, eval.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln-gen eval: %v\n", err)
+		return exitFail
+	}
+	if *asJSON {
+		raw, err := rep.JSON()
+		if err != nil {
+			fmt.Fprintf(stderr, "kiln-gen eval: %v\n", err)
+			return exitFail
+		}
+		fmt.Fprintln(stdout, string(raw))
+		return exitOK
+	}
+	fmt.Fprint(stdout, rep.Table())
+	return exitOK
+}

@@ -1,0 +1,49 @@
+// Package cli implements kiln's subcommands, one per file, so tests can run
+// them with buffers instead of a process.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/kilnmcp/kiln/runtime/version"
+)
+
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// Run executes one kiln invocation and returns its exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "serve":
+		return runServe(ctx, args[1:], stdin, stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "kiln", version.String())
+		return exitOK
+	case "help", "-h", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "kiln: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: kiln <command> [flags]
+
+commands:
+  serve     serve MCP over stdio (default) or HTTP (--http ADDR)
+  version   print the version
+
+Run kiln serve -h for its flags.
+`)
+}

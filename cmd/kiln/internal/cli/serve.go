@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kilnmcp/kiln"
+	"github.com/kilnmcp/kiln/generated"
+	"github.com/kilnmcp/kiln/generated/searchindex"
+	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/chain"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/search"
+	"github.com/kilnmcp/kiln/runtime/server"
+	"github.com/kilnmcp/kiln/runtime/version"
+)
+
+func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kiln serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file (default: $KILN_CONFIG, else ./kiln.yaml, else the copy compiled into kiln)")
+	httpAddr := fs.String("http", "", "serve streamable HTTP at http://ADDR/mcp and SSE at /sse instead of stdio (e.g. 127.0.0.1:8080)")
+	if fs.Parse(args) != nil {
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg, err := loadServeConfig(*cfgPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitUsage
+	}
+	log := newLogger(stderr, cfg.Gateway.LogLevel)
+	if err := os.MkdirAll(cfg.Gateway.StateDir, 0o755); err != nil {
+		fmt.Fprintf(stderr, "kiln: gateway.state_dir: %v\n", err)
+		return exitFail
+	}
+
+	reg := registry.New()
+	if err := generated.RegisterAll(reg); err != nil {
+		fmt.Fprintf(stderr, "kiln: load compiled backends: %v\n", err)
+		return exitFail
+	}
+	for _, b := range cfg.Backends {
+		if _, ok := reg.Backend(b.Name); !ok && b.Enabled {
+			log.Warn("backend is declared in the config but not compiled into this kiln; run `make generate && make build` to add it",
+				"backend", b.Name, "config", cfg.Path)
+		}
+	}
+	index, err := search.Load(searchindex.Data)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: compiled search index: %v; run `make emit && make build`\n", err)
+		return exitFail
+	}
+
+	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log})
+	disp.Start(ctx)
+	defer disp.Close()
+
+	srv := server.New(server.Options{
+		Name:     cfg.Gateway.Name,
+		Version:  version.String(),
+		Config:   cfg,
+		Registry: reg,
+		Status:   disp,
+		Search:   index,
+		Ident:    bridge.Ident,
+		Logger:   log,
+		Chain: chain.New(chain.Options{
+			Caller:         disp,
+			Registry:       reg,
+			DefaultTimeout: cfg.Gateway.CallTimeout,
+			Logger:         log,
+		}),
+	})
+	if *httpAddr == "" {
+		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+			fmt.Fprintf(stderr, "kiln: %v\n", err)
+			return exitFail
+		}
+		return exitOK
+	}
+	return serveHTTP(ctx, *httpAddr, srv.Handler(), stderr)
+}
+
+// loadServeConfig picks the config: an explicit path, $KILN_CONFIG,
+// ./kiln.yaml, then the copy compiled into the binary.
+func loadServeConfig(path string) (*config.Config, error) {
+	if path == "" {
+		path = os.Getenv("KILN_CONFIG")
+	}
+	if path == "" {
+		if _, err := os.Stat("kiln.yaml"); err == nil {
+			path = "kiln.yaml"
+		}
+	}
+	if path != "" {
+		return config.Load(path)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	return config.LoadBytes(kiln.DefaultConfig, "embedded kiln.yaml", wd)
+}
+
+func serveHTTP(ctx context.Context, addr string, h http.Handler, stderr io.Writer) int {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: --http %s: %v\n", addr, err)
+		return exitUsage
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// Tests and scripts read this line to learn the port when ADDR ends in :0.
+	fmt.Fprintf(stderr, "kiln: serving MCP at http://%s/mcp (legacy SSE at /sse)\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		hs.Close()
+	}
+	return exitOK
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}

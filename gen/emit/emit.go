@@ -1,0 +1,282 @@
+package emit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/kilnmcp/kiln/gen"
+	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+)
+
+// ErrBackendName reports a backend name emit cannot turn into a directory.
+var ErrBackendName = errors.New("invalid backend name")
+
+// backendName is what emit accepts as a directory and import path element.
+// Config is stricter (^[a-z][a-z0-9_-]*$); emit also takes the upper-case
+// and digit-first names real fleets use, since nothing here depends on it.
+var backendName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+
+// Directories emit owns next to the backend packages.
+const (
+	bridgeDir = "bridge"
+	indexDir  = "searchindex"
+)
+
+// reservedDirs cannot hold a backend: emit's own packages, and the names
+// the go command treats specially (vendor/ is a vendor tree, testdata/ is
+// skipped).
+var reservedDirs = map[string]bool{bridgeDir: true, indexDir: true, "vendor": true, "testdata": true}
+
+// allSources is line 2 of files derived from every manifest.
+const allSources = "manifests/*.json"
+
+// Options tunes Generate. The zero value emits for the kiln module.
+type Options struct {
+	// ImportPath is the import path of the output directory, used by
+	// kiln.gen.go to import the backend packages. Default gen.GeneratedPkg.
+	ImportPath string
+}
+
+// Run reads every manifest in manifestsDir and writes the generated tree to
+// outDir, removing generated files of backends that are gone.
+func Run(manifestsDir, outDir string) error {
+	ms, err := manifest.ReadDir(manifestsDir)
+	if err != nil {
+		return fmt.Errorf("emit: read manifests: %w", err)
+	}
+	files, err := Files(ms)
+	if err != nil {
+		return err
+	}
+	return Write(outDir, files)
+}
+
+// Files returns the generated tree for ms as paths relative to generated/
+// (slash-separated) mapped to file contents.
+func Files(ms []*manifest.Manifest) (map[string][]byte, error) {
+	return Generate(ms, Options{})
+}
+
+// Generate is Files with options.
+func Generate(ms []*manifest.Manifest, opts Options) (map[string][]byte, error) {
+	if opts.ImportPath == "" {
+		opts.ImportPath = gen.GeneratedPkg
+	}
+	if slices.Contains(ms, nil) {
+		return nil, errors.New("emit: nil manifest")
+	}
+	sorted := slices.Clone(ms)
+	slices.SortFunc(sorted, func(a, b *manifest.Manifest) int { return strings.Compare(a.Backend, b.Backend) })
+	if err := check(sorted); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(sorted))
+	for i, m := range sorted {
+		names[i] = m.Backend
+	}
+	pkgs := packageNames(names)
+
+	out := make(map[string][]byte, len(sorted)+5)
+	for _, m := range sorted {
+		src, err := backendFile(m, pkgs[m.Backend])
+		if err != nil {
+			return nil, fmt.Errorf("emit: backend %q: %w", m.Backend, err)
+		}
+		out[m.Backend+"/"+m.Backend+".gen.go"] = src
+	}
+	src, err := registerFile(sorted, pkgs, opts.ImportPath)
+	if err != nil {
+		return nil, err
+	}
+	out["kiln.gen.go"] = src
+
+	backends := make([]bridge.Backend, len(sorted))
+	for i, m := range sorted {
+		backends[i] = bridge.Backend{Name: m.Backend, Tools: m.Tools}
+	}
+	out[bridgeDir+"/preamble.js"] = append([]byte("// "+header+"\n// source: "+allSources+"\n"), bridge.Preamble(backends)...)
+	if out[bridgeDir+"/bridge.gen.go"], err = embedFile(bridgeDir, "Preamble", "preamble.js", jen.String(),
+		"Package bridge embeds the JavaScript preamble that exposes every compiled backend to call_tool_chain scripts.",
+		"Preamble is the bridge preamble for the compiled backends; runtime/bridge.Preamble builds the same text at run time."); err != nil {
+		return nil, err
+	}
+
+	if out[indexDir+"/index.bin"], err = searchIndex(sorted); err != nil {
+		return nil, fmt.Errorf("emit: search index: %w", err)
+	}
+	if out[indexDir+"/searchindex.gen.go"], err = embedFile(indexDir, "Data", "index.bin", jen.Index().Byte(),
+		"Package searchindex embeds the search index frozen from the compiled backends' tools.",
+		"Data is the marshalled runtime/search index of every compiled tool."); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// check rejects input that would generate colliding or unsafe paths, or a
+// registry that cannot load.
+func check(ms []*manifest.Manifest) error {
+	dirs := map[string]string{}
+	for _, m := range ms {
+		if !backendName.MatchString(m.Backend) {
+			return fmt.Errorf("emit: %w: %q must match %s; rename the backend in the config and re-record", ErrBackendName, m.Backend, backendName)
+		}
+		lower := strings.ToLower(m.Backend)
+		if reservedDirs[lower] {
+			return fmt.Errorf("emit: %w: %q is reserved in generated/ (%s); rename the backend in the config and re-record", ErrBackendName, m.Backend, strings.Join(slices.Sorted(maps.Keys(reservedDirs)), ", "))
+		}
+		if other, ok := dirs[lower]; ok && other == m.Backend {
+			return fmt.Errorf("emit: %w: two manifests are for backend %q", ErrBackendName, m.Backend)
+		} else if ok {
+			// Case-insensitive file systems would merge these directories.
+			return fmt.Errorf("emit: %w: %q and %q differ only in case; rename one in the config", ErrBackendName, other, m.Backend)
+		}
+		dirs[lower] = m.Backend
+		seen := map[string]bool{}
+		for _, t := range m.Tools {
+			if t.Name == "" || seen[t.Name] {
+				return fmt.Errorf("emit: backend %q: tool name %q is empty or appears twice; re-record the manifest", m.Backend, t.Name)
+			}
+			seen[t.Name] = true
+		}
+	}
+	return nil
+}
+
+// registerFile renders kiln.gen.go. Registration is explicit and ordered:
+// no init() side effects, so importing a backend package never changes a
+// registry by itself.
+func registerFile(ms []*manifest.Manifest, pkgs map[string]string, importPath string) ([]byte, error) {
+	f := newFile("generated", allSources)
+	f.PackageComment("Package generated ties the compiled backends together: RegisterAll adds every one of them to a registry.")
+	f.PackageComment("Regenerate it with `kiln-gen emit`; do not edit it.")
+	// An explicit alias, since a directory such as server-everything does
+	// not say its package name.
+	for _, m := range ms {
+		f.ImportAlias(path.Join(importPath, m.Backend), pkgs[m.Backend])
+	}
+	f.Comment("Backends lists the compiled backends, sorted by name.")
+	f.Var().Id("Backends").Op("=").Index().String().ValuesFunc(func(g *jen.Group) {
+		for _, m := range ms {
+			g.Line().Lit(m.Backend)
+		}
+		if len(ms) > 0 {
+			g.Line()
+		}
+	})
+	f.Comment("RegisterAll adds every compiled backend to r, in the order of Backends.")
+	f.Func().Id("RegisterAll").Params(jen.Id("r").Op("*").Add(gen.Registry())).Error().BlockFunc(func(g *jen.Group) {
+		for _, m := range ms {
+			g.If(jen.Err().Op(":=").Qual(path.Join(importPath, m.Backend), identRegister).Call(jen.Id("r")), jen.Err().Op("!=").Nil()).Block(
+				jen.Return(jen.Err()),
+			)
+		}
+		g.Return(jen.Nil())
+	})
+	return render(f)
+}
+
+// embedFile renders a package that embeds one file into one variable.
+func embedFile(pkg, ident, file string, typ jen.Code, pkgDoc, doc string) ([]byte, error) {
+	f := newFile(pkg, allSources)
+	f.PackageComment(pkgDoc)
+	f.Anon(gen.EmbedPkg)
+	f.Comment(doc)
+	f.Comment("//")
+	f.Comment("//go:embed " + file)
+	f.Var().Id(ident).Add(typ)
+	return render(f)
+}
+
+func render(f *jen.File) ([]byte, error) {
+	var b bytes.Buffer
+	if err := f.Render(&b); err != nil {
+		return nil, fmt.Errorf("emit: render: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// Write writes files under outDir, each through a temporary file and a
+// rename, skipping files whose bytes did not change (so mtimes and build
+// caches survive a no-op emit). It then removes the generated files it owns
+// that are no longer produced (*.gen.go files carrying the generated
+// header, one directory level deep) and directories that leaves empty.
+func Write(outDir string, files map[string][]byte) error {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		dst := filepath.Join(outDir, filepath.FromSlash(p))
+		if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, files[p]) {
+			continue
+		}
+		if err := manifest.WriteAtomic(dst, files[p]); err != nil {
+			return fmt.Errorf("emit: write %s: %w", dst, err)
+		}
+	}
+	return removeStale(outDir, files)
+}
+
+func removeStale(outDir string, files map[string][]byte) error {
+	entries, err := os.ReadDir(outDir)
+	if err != nil {
+		return fmt.Errorf("emit: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			if _, err := removeIfStale(outDir, e.Name(), files); err != nil {
+				return err
+			}
+			continue
+		}
+		sub, err := os.ReadDir(filepath.Join(outDir, e.Name()))
+		if err != nil {
+			return fmt.Errorf("emit: %w", err)
+		}
+		removed := false
+		for _, s := range sub {
+			if s.IsDir() {
+				continue
+			}
+			ok, err := removeIfStale(outDir, e.Name()+"/"+s.Name(), files)
+			if err != nil {
+				return err
+			}
+			removed = removed || ok
+		}
+		if removed {
+			// Fails, as intended, when hand-written files remain.
+			_ = os.Remove(filepath.Join(outDir, e.Name()))
+		}
+	}
+	return nil
+}
+
+// removeIfStale removes rel if it is a *.gen.go file carrying the generated
+// header that is no longer produced; nothing else can be emit's to delete.
+func removeIfStale(outDir, rel string, files map[string][]byte) (bool, error) {
+	if _, ok := files[rel]; ok || !strings.HasSuffix(rel, ".gen.go") {
+		return false, nil
+	}
+	p := filepath.Join(outDir, filepath.FromSlash(rel))
+	head, err := os.ReadFile(p)
+	if err != nil || !bytes.HasPrefix(head, []byte("// "+header+"\n")) {
+		return false, nil
+	}
+	if err := os.Remove(p); err != nil {
+		return false, fmt.Errorf("emit: remove stale %s: %w", p, err)
+	}
+	return true, nil
+}

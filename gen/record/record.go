@@ -1,0 +1,151 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+)
+
+// ErrFailed is returned when at least one backend could not be recorded.
+var ErrFailed = errors.New("some backends could not be recorded")
+
+// Options tune a recording.
+type Options struct {
+	// Progress receives one line per backend as it finishes; nil discards.
+	Progress io.Writer
+	// Version is kiln's version, sent to backends as clientInfo.
+	Version string
+}
+
+// Outcome is what happened to one backend.
+type Outcome struct {
+	Backend  string
+	Manifest *manifest.Manifest // nil on failure
+	Err      error
+	Took     time.Duration
+}
+
+// Snapshot connects to every enabled backend concurrently and returns one
+// outcome per backend, sorted by name, printing a progress line for each as
+// it finishes.
+func Snapshot(ctx context.Context, cfg *config.Config, opts Options) []Outcome {
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		out []Outcome
+	)
+	for i := range cfg.Backends {
+		b := &cfg.Backends[i]
+		if !b.Enabled {
+			fmt.Fprintf(progress, "- %s: disabled, skipped (its manifest, if any, is kept)\n", b.Name)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := snapshotOne(ctx, cfg, b, opts.Version)
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintln(progress, line(o))
+			out = append(out, o)
+		}()
+	}
+	wg.Wait()
+	slices.SortFunc(out, func(a, b Outcome) int { return strings.Compare(a.Backend, b.Backend) })
+	return out
+}
+
+func snapshotOne(ctx context.Context, cfg *config.Config, b *config.Backend, version string) Outcome {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, cfg.Gateway.ConnectTimeout)
+	defer cancel()
+	conn, err := backend.Dial(ctx, b, backend.Options{ClientName: "kiln-gen", ClientVersion: version})
+	if err != nil {
+		return Outcome{Backend: b.Name, Err: err, Took: time.Since(start)}
+	}
+	defer conn.Close()
+	m, err := conn.Snapshot(ctx)
+	return Outcome{Backend: b.Name, Manifest: m, Err: err, Took: time.Since(start)}
+}
+
+func line(o Outcome) string {
+	took := o.Took.Round(10 * time.Millisecond)
+	if o.Err != nil {
+		return fmt.Sprintf("✗ %s: failed after %s: %v", o.Backend, took, o.Err)
+	}
+	m := o.Manifest
+	return fmt.Sprintf("✓ %s: connected (%s %s, protocol %s), %s, %s, %s, %s in %s",
+		o.Backend, m.Server.Name, m.Server.Version, m.ProtocolVersion,
+		count(len(m.Tools), "tool"), count(len(m.Resources), "resource"),
+		count(len(m.ResourceTemplates), "resource template"), count(len(m.Prompts), "prompt"), took)
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// Run records every enabled backend into dir and removes manifests of
+// backends no longer declared in the config. Backends that fail keep their
+// previous manifest; Run then returns an error wrapping ErrFailed.
+func Run(ctx context.Context, cfg *config.Config, dir string, opts Options) error {
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	outcomes := Snapshot(ctx, cfg, opts)
+	var failed []string
+	for _, o := range outcomes {
+		if o.Err != nil {
+			failed = append(failed, o.Backend)
+			continue
+		}
+		if _, err := manifest.WriteFile(dir, o.Manifest); err != nil {
+			return fmt.Errorf("write manifest for %q: %w", o.Backend, err)
+		}
+	}
+	if err := prune(dir, cfg, progress); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%w: %s (their previous manifests, if any, are unchanged)", ErrFailed, strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// prune deletes manifests whose backend is no longer in the config, so a
+// removed backend disappears from the next emit and the review diff shows it.
+func prune(dir string, cfg *config.Config, progress io.Writer) error {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		name := strings.TrimSuffix(filepath.Base(p), ".json")
+		if _, ok := cfg.Backend(name); ok {
+			continue
+		}
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "- %s: removed %s (no longer declared in %s)\n", name, p, cfg.Path)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// The test binary doubles as a real MCP server (mcp-go over stdio) when
+// KILN_TEST_SERVER is set, so these tests talk to a real process.
+
+const anyOfSchema = `{"$comment":"kept verbatim","anyOf":[{"required":["a"]},{"required":["b"]}],` +
+	`"properties":{"a":{"type":"string"},"b":{"type":"integer"}},"type":"object"}`
+
+func testServer() *server.MCPServer {
+	s := server.NewMCPServer("kiln-test-server", "1.2.3",
+		server.WithToolCapabilities(true), server.WithPaginationLimit(2))
+	s.AddTool(mcp.NewToolWithRawSchema("either", "Takes a or b.", json.RawMessage(anyOfSchema)),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(string(req.Params.RawArguments)), nil
+		})
+	s.AddTool(mcp.NewTool("image", mcp.WithDescription("A tiny image.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				mcp.NewTextContent("here"), mcp.NewImageContent("iVBORw0KGgo=", "image/png"),
+			}}, nil
+		})
+	s.AddTool(mcp.NewTool("fail", mcp.WithDescription("Always fails.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultError("quota exhausted"), nil
+		})
+	s.AddTool(mcp.NewTool("structured", mcp.WithDescription("Structured output.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultStructured(map[string]any{"temp": 21.5, "unit": "C"}, `{"temp":21.5,"unit":"C"}`), nil
+		})
+	s.AddTool(mcp.NewTool("env", mcp.WithDescription("Reads GITHUB_TOKEN.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(os.Getenv("GITHUB_TOKEN") + "|" + os.Getenv("github_token")), nil
+		})
+	s.AddTool(mcp.NewTool("spawn", mcp.WithDescription("Starts a child that outlives a plain kill of this process.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			child := exec.Command("sleep", "300")
+			if err := child.Start(); err != nil {
+				return nil, err
+			}
+			return mcp.NewToolResultText(strconv.Itoa(child.Process.Pid)), nil
+		})
+	return s
+}
+
+func init() {
+	switch os.Getenv("KILN_TEST_SERVER") {
+	case "":
+		return
+	case "crash":
+		fmt.Fprintln(os.Stderr, "starting up")
+		fmt.Fprintln(os.Stderr, "fatal: SERVICE_API_KEY is not set")
+		os.Exit(3)
+	default:
+		if err := server.ServeStdio(testServer()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+}

@@ -1,0 +1,97 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kilnmcp/kiln/runtime/manifest"
+)
+
+// Snapshot lists everything the backend offers (every page of tools,
+// resources, resource templates and prompts) as a manifest.
+func (c *Conn) Snapshot(ctx context.Context) (*manifest.Manifest, error) {
+	m := &manifest.Manifest{
+		Version:         manifest.Version,
+		Backend:         c.name,
+		Transport:       c.transport,
+		Server:          manifest.ServerInfo{Name: c.server.Name, Version: c.server.Version, Title: c.server.Title},
+		ProtocolVersion: c.protocol,
+		Instructions:    c.instr,
+	}
+	tools, err := c.listTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.Tools = tools
+	if c.caps.Resources != nil {
+		res, err := c.client.ListResources(ctx, mcp.ListResourcesRequest{})
+		if err != nil {
+			return nil, c.wrap("list resources", err)
+		}
+		for _, r := range res.Resources {
+			m.Resources = append(m.Resources, manifest.Resource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType})
+		}
+		tpl, err := c.client.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+		if err != nil {
+			return nil, c.wrap("list resource templates", err)
+		}
+		for _, t := range tpl.ResourceTemplates {
+			uri := ""
+			if t.URITemplate != nil && t.URITemplate.Template != nil {
+				uri = t.URITemplate.Raw()
+			}
+			m.ResourceTemplates = append(m.ResourceTemplates, manifest.ResourceTemplate{URITemplate: uri, Name: t.Name, Description: t.Description, MIMEType: t.MIMEType})
+		}
+	}
+	if c.caps.Prompts != nil {
+		res, err := c.client.ListPrompts(ctx, mcp.ListPromptsRequest{})
+		if err != nil {
+			return nil, c.wrap("list prompts", err)
+		}
+		for _, p := range res.Prompts {
+			mp := manifest.Prompt{Name: p.Name, Description: p.Description}
+			for _, a := range p.Arguments {
+				mp.Arguments = append(mp.Arguments, manifest.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+			}
+			m.Prompts = append(m.Prompts, mp)
+		}
+	}
+	return m, nil
+}
+
+// listTools follows every cursor and returns the tools as the backend
+// published them, from the captured raw pages rather than the SDK's
+// decoded structs.
+func (c *Conn) listTools(ctx context.Context) ([]manifest.Tool, error) {
+	if c.caps.Tools == nil {
+		return nil, nil
+	}
+	ctx, capture := withCapture(ctx, string(mcp.MethodToolsList))
+	if _, err := c.client.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		return nil, c.wrap("list tools", err)
+	}
+	var tools []manifest.Tool
+	seen := map[string]bool{}
+	for _, page := range capture.pages {
+		var p struct {
+			Tools []manifest.Tool `json:"tools"`
+		}
+		if err := json.Unmarshal(page, &p); err != nil {
+			return nil, fmt.Errorf("backend %q: malformed tools/list page: %w", c.name, err)
+		}
+		for _, t := range p.Tools {
+			if seen[t.Name] {
+				continue
+			}
+			seen[t.Name] = true
+			if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
+				t.InputSchema = json.RawMessage(`{"type":"object"}`)
+			}
+			tools = append(tools, t)
+		}
+	}
+	return tools, nil
+}

@@ -1,0 +1,107 @@
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+
+	"github.com/kilnmcp/kiln/runtime/config"
+)
+
+// rawKey carries a *rawCapture through a request's context so the transport
+// wrapper can hand the undecoded result back to the caller. The SDK decodes
+// tool lists and results into structs that drop keys it does not model
+// (top-level anyOf or definitions in an inputSchema, unknown content types);
+// kiln records and forwards the backend's own bytes instead.
+type rawKey struct{}
+
+type rawCapture struct {
+	method string
+	pages  []json.RawMessage
+}
+
+func withCapture(ctx context.Context, method string) (context.Context, *rawCapture) {
+	c := &rawCapture{method: method}
+	return context.WithValue(ctx, rawKey{}, c), c
+}
+
+func observe(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse) {
+	c, _ := ctx.Value(rawKey{}).(*rawCapture)
+	if c == nil || resp == nil || resp.Error != nil || req.Method != c.method {
+		return
+	}
+	c.pages = append(c.pages, append(json.RawMessage(nil), resp.Result...))
+}
+
+// The wrappers embed the concrete SDK transports so that every optional
+// interface the client type-asserts (HTTP protocol headers, bidirectional
+// requests, stderr) stays visible; only SendRequest is intercepted.
+type stdioTransport struct{ *transport.Stdio }
+
+func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.Stdio.SendRequest(ctx, req)
+	if err == nil {
+		observe(ctx, req, resp)
+	}
+	return resp, err
+}
+
+type httpTransport struct{ *transport.StreamableHTTP }
+
+func (t httpTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
+	if err == nil {
+		observe(ctx, req, resp)
+	}
+	return resp, err
+}
+
+type sseTransport struct{ *transport.SSE }
+
+func (t sseTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	resp, err := t.SSE.SendRequest(ctx, req)
+	if err == nil {
+		observe(ctx, req, resp)
+	}
+	return resp, err
+}
+
+// newTransport builds the SDK transport for a backend. For stdio it returns
+// the started process too, so Close can signal its whole process group.
+func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd) (transport.Interface, error) {
+	switch cfg.Transport {
+	case config.TransportStdio:
+		cmdFunc := func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+			// Not CommandContext: the process must outlive the dial context;
+			// Close stops it.
+			cmd := exec.Command(command, args...)
+			cmd.Env = cfg.Environ(os.Environ())
+			cmd.Dir = cfg.Cwd
+			cmd.Stderr = stderr
+			// Own process group: stopping a backend also stops the
+			// children it spawned (npx, shells, language servers).
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			*proc = cmd
+			return cmd, nil
+		}
+		return stdioTransport{transport.NewStdioWithOptions(cfg.Command, nil, cfg.Args, transport.WithCommandFunc(cmdFunc))}, nil
+	case config.TransportHTTP:
+		t, err := transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers))
+		if err != nil {
+			return nil, err
+		}
+		return httpTransport{t}, nil
+	case config.TransportSSE:
+		t, err := transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers))
+		if err != nil {
+			return nil, err
+		}
+		return sseTransport{t}, nil
+	}
+	return nil, fmt.Errorf("unknown transport %q", cfg.Transport)
+}

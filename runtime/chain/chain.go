@@ -1,0 +1,125 @@
+package chain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// Tier says which path ran a call_tool_chain request.
+type Tier int
+
+// The execution tiers, cheapest first.
+const (
+	TierDirect  Tier = 1 // JSON tool call
+	TierSimple  Tier = 2 // one TypeScript call, parsed without an engine
+	TierSandbox Tier = 3 // full program in the goja sandbox
+)
+
+// Request is one call_tool_chain invocation.
+type Request struct {
+	Code string
+	// Timeout bounds the whole run; zero means the engine default.
+	Timeout time.Duration
+	// MaxOutputSize caps the returned text in characters; zero means the
+	// engine default.
+	MaxOutputSize int
+	// Intent, when set, lets the pipeline keep only matching paragraphs of
+	// a large output.
+	Intent string
+}
+
+// Options configure an Engine.
+type Options struct {
+	Caller   toolcall.Caller
+	Registry *registry.Registry
+	// DefaultTimeout applies when a request names none (default 30s);
+	// MaxTimeout caps what a request may ask for.
+	DefaultTimeout, MaxTimeout time.Duration
+	Logger                     *slog.Logger
+}
+
+// Engine runs call_tool_chain requests. It is safe for concurrent use.
+type Engine struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns an engine.
+func New(opts Options) *Engine {
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = 30 * time.Second
+	}
+	if opts.MaxTimeout < opts.DefaultTimeout {
+		opts.MaxTimeout = max(opts.DefaultTimeout, 5*time.Minute)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{opts: opts, log: log}
+}
+
+// Run executes req and always returns a result: failures come back as
+// isError results that say what to do next, never as Go errors, because
+// the caller is a model reading text.
+func (e *Engine) Run(ctx context.Context, req Request) *toolcall.Result {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = e.opts.DefaultTimeout
+	}
+	timeout = min(timeout, e.opts.MaxTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	if call, ok, err := parseDirect(req.Code); ok {
+		if err != nil {
+			return tag(toolcall.Errorf("call_tool_chain: %v", err), TierDirect)
+		}
+		return tag(e.callDirect(ctx, call), TierDirect)
+	}
+	return toolcall.Errorf("call_tool_chain: this build runs JSON calls only: send {\"tool\": \"backend.tool\", \"arguments\": {…}}")
+}
+
+func (e *Engine) callDirect(ctx context.Context, call directCall) *toolcall.Result {
+	t, err := e.opts.Registry.Resolve(call.Tool)
+	if err != nil {
+		return toolcall.Errorf("call_tool_chain: %v", err)
+	}
+	res, err := e.opts.Caller.CallTool(ctx, t.Backend, t.Name, call.Args)
+	if err != nil {
+		return errorResult(err)
+	}
+	return res
+}
+
+// errorResult turns a dispatch failure into the text a model reads.
+func errorResult(err error) *toolcall.Result {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return toolcall.Errorf("call_tool_chain timed out: %v; pass a larger timeout (milliseconds) or split the work", err)
+	}
+	return toolcall.Errorf("%s", strings.TrimSpace(err.Error()))
+}
+
+// tag records the tier in the result's _meta, keeping any _meta the
+// backend sent.
+func tag(r *toolcall.Result, tier Tier) *toolcall.Result {
+	meta := map[string]json.RawMessage{}
+	if len(r.Meta) > 0 {
+		if json.Unmarshal(r.Meta, &meta) != nil {
+			meta = map[string]json.RawMessage{}
+		}
+	}
+	meta["kiln/tier"] = json.RawMessage(fmt.Sprint(int(tier)))
+	raw, _ := json.Marshal(meta)
+	out := *r
+	out.Meta = raw
+	return &out
+}

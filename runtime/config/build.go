@@ -1,0 +1,187 @@
+package config
+
+import (
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// builder turns layered, expanded values into a Config.
+type builder struct {
+	checker
+	l   *layered
+	dir string
+}
+
+func (b *builder) gateway() Gateway {
+	def := DefaultGateway()
+	g := def
+	get := func(k string) value { return b.expand(b.l.get("gateway." + k)) }
+
+	if v := get("name"); b.nonEmpty(v, "give kiln a name such as kiln") {
+		g.Name = strings.TrimSpace(v.s)
+	}
+	if v := get("state_dir"); b.nonEmpty(v, "give a folder such as .kiln") {
+		g.StateDir = v.s
+	}
+	g.StateDir = b.abs(g.StateDir)
+	g.CallTimeout = b.duration(get("call_timeout"), def.CallTimeout)
+	g.ConnectTimeout = b.duration(get("connect_timeout"), def.ConnectTimeout)
+	g.MaxOutputSize = b.positive(get("max_output_size"), def.MaxOutputSize)
+	if v := get("log_level"); !v.bad {
+		if lv := b.oneOf(v, logLevels, "log level", nil); lv != "" {
+			g.LogLevel = lv
+		}
+	}
+	return g
+}
+
+// backend checks and converts one backend. Keys that do not belong to its
+// transport are reported, not expanded, so they add no Vars.
+func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
+	b.refs = nil
+	path := "backends." + rb.name
+	out := Backend{Name: rb.name, Timeout: g.CallTimeout, Enabled: true}
+	sc := map[string]value{}
+	for _, k := range backendScalarKeys {
+		sc[k] = b.l.get(path + "." + k)
+	}
+	present := func(k string) bool {
+		if v, ok := sc[k]; ok {
+			return v.ok
+		}
+		_, ok := rb.keys[k]
+		return ok
+	}
+
+	out.Transport = b.transport(rb, sc["transport"], present)
+	switch out.Transport {
+	case "":
+		// Already reported; checking the rest would guess at intent.
+	case TransportStdio:
+		for _, k := range remoteOnlyKeys {
+			if present(k) {
+				b.misplaced(rb, sc, k, "not used by stdio backends; remove it or set transport: http (or sse)")
+			}
+		}
+		b.stdio(rb, sc, path, &out)
+	default:
+		for _, k := range stdioOnlyKeys {
+			if present(k) {
+				b.misplaced(rb, sc, k, "not used by the "+out.Transport+" transport; remove it or set transport: stdio")
+			}
+		}
+		b.remote(rb, sc, path, &out)
+	}
+	out.Timeout = b.duration(b.expand(sc["timeout"]), g.CallTimeout)
+	out.Enabled = b.boolean(b.expand(sc["enabled"]), true)
+	out.Vars = sortRefs(b.refs)
+	return out
+}
+
+// transport decides the transport: as declared, or stdio when only a
+// command is given. A url alone is not enough: http and sse differ.
+func (b *builder) transport(rb *rawBackend, v value, present func(string) bool) string {
+	path := "backends." + rb.name
+	if v.ok {
+		v = b.expand(v)
+		if v.bad {
+			return ""
+		}
+		return b.oneOf(v, transports, "transport", transportAliases)
+	}
+	switch {
+	case present("command"):
+		return TransportStdio
+	case present("url"):
+		b.p.add(rb.line, path+".transport", "missing; add transport: http (streamable HTTP) or transport: sse (legacy HTTP+SSE)")
+	default:
+		b.p.add(rb.line, path, "no transport; add transport: stdio with a command, or transport: http with a url")
+	}
+	return ""
+}
+
+func (b *builder) stdio(rb *rawBackend, sc map[string]value, path string, out *Backend) {
+	cmd := sc["command"]
+	if !cmd.ok {
+		b.p.add(rb.line, path+".command", "missing; stdio backends need the program to run, e.g. command: npx")
+	} else if cmd = b.expand(cmd); b.nonEmpty(cmd, "give the program to run, e.g. command: npx") {
+		out.Command = cmd.s
+	}
+	if e, ok := rb.keys["args"]; ok {
+		for i, n := range e.val.Content {
+			out.Args = append(out.Args, b.node(path+".args["+strconv.Itoa(i)+"]", deref(n)).s)
+		}
+	}
+	out.Env = b.strMap(rb, "env", path)
+	out.Cwd = b.dir
+	if v := sc["cwd"]; v.ok {
+		if v = b.expand(v); !v.bad && v.s != "" {
+			out.Cwd = b.abs(v.s)
+		}
+	}
+}
+
+func (b *builder) remote(rb *rawBackend, sc map[string]value, path string, out *Backend) {
+	example := "http://127.0.0.1:3101/mcp"
+	if out.Transport == TransportSSE {
+		example = "http://127.0.0.1:3101/sse"
+	}
+	u := sc["url"]
+	if !u.ok {
+		b.p.add(rb.line, path+".url", "missing; %s backends need the server's address, e.g. url: %s", out.Transport, example)
+	} else if u = b.expand(u); b.nonEmpty(u, "give the server's address, e.g. "+example) {
+		b.httpURL(u, example)
+		out.URL = strings.TrimSpace(u.s)
+	}
+	out.Headers = b.strMap(rb, "headers", path)
+}
+
+// strMap expands an env or headers mapping, keeping its keys' case.
+func (b *builder) strMap(rb *rawBackend, key, path string) map[string]string {
+	e, ok := rb.keys[key]
+	if !ok || e.val.Kind != yaml.MappingNode || len(e.val.Content) == 0 {
+		return nil
+	}
+	out := map[string]string{}
+	for i := 0; i+1 < len(e.val.Content); i += 2 {
+		k, v := deref(e.val.Content[i]), deref(e.val.Content[i+1])
+		val := b.node(keyPath(path+"."+key, k.Value), v)
+		if key == "headers" && strings.ContainsAny(val.s, "\r\n") {
+			b.p.addValue(val, "contains a line break; header values are one line")
+		}
+		out[k.Value] = val.s
+	}
+	return out
+}
+
+// misplaced reports a key that the backend's transport does not use.
+func (b *builder) misplaced(rb *rawBackend, sc map[string]value, k, msg string) {
+	if v, ok := sc[k]; ok {
+		b.p.addValue(v, "%s", msg)
+		return
+	}
+	b.p.add(rb.keys[k].key.Line, "backends."+rb.name+"."+k, "%s", msg)
+}
+
+// abs resolves p against the config's folder.
+func (b *builder) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(b.dir, p)
+}
+
+// sortRefs sorts by name then key and drops repeats.
+func sortRefs(refs []VarRef) []VarRef {
+	slices.SortFunc(refs, func(a, b VarRef) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return slices.Compact(refs)
+}

@@ -1,0 +1,86 @@
+package config
+
+import "time"
+
+// Version is the config format this build reads; Load rejects others.
+const Version = 1
+
+// Transport names accepted in a backend's "transport" key.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http" // streamable HTTP
+	TransportSSE   = "sse"  // legacy HTTP+SSE
+)
+
+// Config is a loaded, expanded and validated kiln.yaml.
+type Config struct {
+	Version int
+	// Path is the file the config came from, or a label such as
+	// "embedded kiln.yaml" for the default compiled into the binary.
+	Path string
+	// Dir is where relative paths (cwd, state_dir) resolve from: the config
+	// file's folder, or the working directory for the embedded default.
+	Dir      string
+	Gateway  Gateway
+	Backends []Backend // sorted by Name
+}
+
+// Gateway holds settings of kiln itself.
+type Gateway struct {
+	// Name is the server name kiln announces to clients (default "kiln").
+	Name string
+	// StateDir holds small state files (usage counts); absolute after Load.
+	StateDir string
+	// CallTimeout is the default per-call backend timeout (default 30s).
+	CallTimeout time.Duration
+	// ConnectTimeout bounds connecting and listing one backend (default 30s).
+	ConnectTimeout time.Duration
+	// MaxOutputSize caps call_tool_chain output in characters (default 200000).
+	MaxOutputSize int
+	// LogLevel is debug, info, warn or error (default info).
+	LogLevel string
+}
+
+// Backend is one declared backend MCP server.
+type Backend struct {
+	Name      string
+	Transport string // TransportStdio, TransportHTTP or TransportSSE
+	// stdio
+	Command string
+	Args    []string
+	Env     map[string]string // keys keep their case; values expanded
+	Cwd     string            // absolute; defaults to Config.Dir
+	// http and sse
+	URL     string
+	Headers map[string]string // keys keep their case; values expanded
+	// Timeout is the per-call timeout (default Gateway.CallTimeout).
+	Timeout time.Duration
+	Enabled bool
+	// Vars lists the environment variables this backend's values reference
+	// through ${VAR} or ${VAR:-default}, sorted by name, for
+	// get_required_keys_for_tool. Values are never stored here.
+	Vars []VarRef
+}
+
+// VarRef is one environment variable a backend's config refers to.
+type VarRef struct {
+	Name string
+	// Key is the config key path that references it, e.g.
+	// "backends.github.env.GITHUB_TOKEN".
+	Key string
+	// HasDefault is true for ${VAR:-default}: the backend works without it.
+	HasDefault bool
+	// Set reports whether the variable was set (in the process environment
+	// or the .env file) when the config was loaded.
+	Set bool
+}
+
+// Backend returns the named backend, if declared.
+func (c *Config) Backend(name string) (*Backend, bool) {
+	for i := range c.Backends {
+		if c.Backends[i].Name == name {
+			return &c.Backends[i], true
+		}
+	}
+	return nil, false
+}

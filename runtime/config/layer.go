@@ -1,0 +1,90 @@
+package config
+
+import (
+	"strconv"
+
+	"github.com/spf13/viper"
+)
+
+// layered holds the scalar settings layered by viper: defaults < file <
+// KILN_… environment overrides.
+//
+// Viper is fed the file's scalars as written (strings) from the node tree
+// rather than the raw bytes: it lowercases keys, which would break env and
+// header names, and re-types values (a name like 2024-01-01 would become a
+// time). Lists and maps are read from the node tree directly.
+type layered struct {
+	v *viper.Viper
+	// from maps a key path to the KILN_ variable that overrode it.
+	from map[string]string
+	// lines maps a key path to its line in the file.
+	lines map[string]int
+}
+
+// layer builds the layers for d. Overrides are looked up through env rather
+// than viper's AutomaticEnv so tests can inject the environment, and so .env
+// values can override too.
+func layer(d *document, env lookup) *layered {
+	l := &layered{v: viper.New(), from: map[string]string{}, lines: map[string]int{}}
+	def := DefaultGateway()
+	for k, v := range map[string]string{
+		"name":            def.Name,
+		"state_dir":       def.StateDir,
+		"call_timeout":    def.CallTimeout.String(),
+		"connect_timeout": def.ConnectTimeout.String(),
+		"max_output_size": strconv.Itoa(def.MaxOutputSize),
+		"log_level":       def.LogLevel,
+	} {
+		l.v.SetDefault("gateway."+k, v)
+	}
+
+	gw := map[string]any{}
+	for k, e := range d.gateway {
+		gw[k] = e.val.Value
+		l.lines["gateway."+k] = e.key.Line
+	}
+	bs := map[string]any{}
+	keys := prefixed("gateway.", gatewayKeys)
+	for _, b := range d.backends {
+		m := map[string]any{}
+		for _, k := range backendScalarKeys {
+			if e, ok := b.keys[k]; ok {
+				m[k] = e.val.Value
+				l.lines["backends."+b.name+"."+k] = e.key.Line
+			}
+		}
+		bs[b.name] = m
+		keys = append(keys, prefixed("backends."+b.name+".", backendScalarKeys)...)
+	}
+	// MergeConfigMap only fails on a nil map.
+	_ = l.v.MergeConfigMap(map[string]any{"gateway": gw, "backends": bs})
+
+	for _, k := range keys {
+		name := overrideName(k)
+		if v, ok := env.get(name); ok && v != "" {
+			l.v.Set(k, v)
+			l.from[k] = name
+		}
+	}
+	return l
+}
+
+// get returns the winning layer's value for key, as a value ready to expand.
+func (l *layered) get(key string) value {
+	v := value{key: key, env: l.from[key]}
+	if v.env == "" {
+		v.line = l.lines[key]
+	}
+	if l.v.IsSet(key) {
+		v.raw, v.ok = l.v.GetString(key), true
+	}
+	return v
+}
+
+func prefixed(prefix string, keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = prefix + k
+	}
+	return out
+}

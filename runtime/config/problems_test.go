@@ -1,0 +1,291 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestProblems(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		vars map[string]string
+		want []string
+	}{
+		{"empty file", "", nil, []string{"kiln.yaml: empty config; start it with version: 1"}},
+		{"comments only", "# nothing\n", nil, []string{"kiln.yaml: empty config; start it with version: 1"}},
+		{"bad yaml", "version: 1\nbackends: [\n", nil, []string{
+			"kiln.yaml:2: invalid YAML: did not find expected node content"}},
+		{"top is a list", "- version: 1\n", nil, []string{
+			"kiln.yaml:1: the top level is a list; want a mapping with version, gateway and backends"}},
+		{"two documents", "version: 1\n---\nversion: 1\n", nil, []string{
+			"kiln.yaml:2: more than one YAML document (---); keep a single document"}},
+		{"missing version", "backends: {}\n", nil, []string{
+			"kiln.yaml:1: version: missing; add version: 1 as the first line"}},
+		{
+			// The version is read first: a newer file's other keys are not judged.
+			"unsupported version", "version: 2\nbackends:\n  x: {wat: 1}\n", nil, []string{
+				`kiln.yaml:1: version: unsupported version "2"; this kiln reads version: 1`},
+		},
+		{"string version", "version: \"1\"\n", nil, []string{
+			`kiln.yaml:1: version: unsupported version "1"; this kiln reads version: 1`}},
+		{"unknown top key with alias hint", "version: 1\nmcpServers: {}\n", nil, []string{
+			`kiln.yaml:2: mcpServers: unknown key; did you mean "backends"?`}},
+		{"typo with suggestion", `
+version: 1
+backends:
+  everything:
+    comand: node
+`, nil, []string{`kiln.yaml:5: backends.everything.comand: unknown key; did you mean "command"?`}},
+		{"unknown key without a close match", `
+version: 1
+gateway:
+  colour: blue
+`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size or log_level"}},
+		{"unknown transport", `
+version: 1
+backends:
+  github:
+    transport: grpc
+    command: x
+`, nil, []string{`kiln.yaml:5: backends.github.transport: unknown transport "grpc"; use stdio, http or sse`}},
+		{"transport alias", `
+version: 1
+backends:
+  r:
+    transport: streamable-http
+    url: http://a.test/mcp
+`, nil, []string{`kiln.yaml:5: backends.r.transport: unknown transport "streamable-http"; use stdio, http or sse (did you mean http?)`}},
+		{"missing command", `
+version: 1
+backends:
+  a:
+    transport: stdio
+    args: [x]
+`, nil, []string{"kiln.yaml:4: backends.a.command: missing; stdio backends need the program to run, e.g. command: npx"}},
+		{"command from unset variable", `
+version: 1
+backends:
+  a:
+    command: ${SERVER_BIN}
+`, nil, []string{"kiln.yaml:5: backends.a.command: empty; give the program to run, e.g. command: npx (unset: ${SERVER_BIN})"}},
+		{"missing url", `
+version: 1
+backends:
+  r:
+    transport: sse
+`, nil, []string{"kiln.yaml:4: backends.r.url: missing; sse backends need the server's address, e.g. url: http://127.0.0.1:3101/sse"}},
+		{"relative url", `
+version: 1
+backends:
+  r:
+    transport: http
+    url: 127.0.0.1:3101/mcp
+  s:
+    transport: http
+    url: ftp://a.test/
+`, nil, []string{
+			`kiln.yaml:6: backends.r.url: "127.0.0.1:3101/mcp" is not an absolute http:// or https:// URL; write e.g. http://127.0.0.1:3101/mcp`,
+			`kiln.yaml:9: backends.s.url: "ftp://a.test/" is not an absolute http:// or https:// URL; write e.g. http://127.0.0.1:3101/mcp`,
+		}},
+		{"url without transport", `
+version: 1
+backends:
+  r:
+    url: http://a.test/mcp
+`, nil, []string{"kiln.yaml:4: backends.r.transport: missing; add transport: http (streamable HTTP) or transport: sse (legacy HTTP+SSE)"}},
+		{"no transport at all", `
+version: 1
+backends:
+  r:
+    timeout: 5s
+`, nil, []string{"kiln.yaml:4: backends.r: no transport; add transport: stdio with a command, or transport: http with a url"}},
+		{"keys of the wrong transport", `
+version: 1
+backends:
+  r:
+    transport: http
+    url: http://a.test/mcp
+    env: {A: b}
+    cwd: x
+  s:
+    command: x
+    headers: {A: b}
+`, nil, []string{
+			"kiln.yaml:7: backends.r.env: not used by the http transport; remove it or set transport: stdio",
+			"kiln.yaml:8: backends.r.cwd: not used by the http transport; remove it or set transport: stdio",
+			"kiln.yaml:11: backends.s.headers: not used by stdio backends; remove it or set transport: http (or sse)",
+		}},
+		{"duplicate backends", `
+version: 1
+backends:
+  github:
+    command: a
+  github:
+    command: b
+`, nil, []string{"kiln.yaml:6: backends.github: declared twice (first at line 4); remove or rename one"}},
+		{"duplicate keys", `
+version: 1
+gateway:
+  name: a
+  name: b
+backends:
+  a:
+    command: x
+    env: {A: 1, A: 2}
+`, nil, []string{
+			"kiln.yaml:5: gateway.name: set twice (first at line 4); remove or rename one",
+			"kiln.yaml:9: backends.a.env.A: set twice (first at line 9); remove or rename one",
+		}},
+		{"invalid names", `
+version: 1
+backends:
+  GitHub API:
+    command: x
+  2fa:
+    command: x
+  search_tools:
+    command: x
+  kiln:
+    command: x
+`, nil, []string{
+			`kiln.yaml:4: backends["GitHub API"]: invalid backend name; names start with a lowercase letter followed by lowercase letters, digits, - or _ (try "github-api")`,
+			`kiln.yaml:6: backends.2fa: invalid backend name; names start with a lowercase letter followed by lowercase letters, digits, - or _ (try "b2fa")`,
+			`kiln.yaml:8: backends.search_tools: reserved name (kiln and its meta-tools use it); rename the backend, e.g. "search_tools-server"`,
+			`kiln.yaml:10: backends.kiln: reserved name (kiln and its meta-tools use it); rename the backend, e.g. "kiln-server"`,
+		}},
+		{"override prefix clash", `
+version: 1
+backends:
+  my-srv: {command: x}
+  my_srv: {command: y}
+`, nil, []string{"kiln.yaml:5: backends.my_srv: shares the override prefix KILN_BACKENDS_MY_SRV_ with backends.my-srv; rename one"}},
+		{"durations and numbers", `
+version: 1
+gateway:
+  call_timeout: 30
+  connect_timeout: soon
+  max_output_size: lots
+  log_level: warning
+backends:
+  a:
+    command: x
+    timeout: -5s
+    enabled: yes
+  b:
+    command: x
+    timeout: 0s
+`, nil, []string{
+			`kiln.yaml:4: gateway.call_timeout: "30" has no unit; write 30s (or ms, m, h)`,
+			`kiln.yaml:5: gateway.connect_timeout: invalid duration "soon"; use Go syntax such as 30s, 1m30s or 500ms`,
+			`kiln.yaml:6: gateway.max_output_size: want a positive whole number such as 200000, got "lots"`,
+			`kiln.yaml:7: gateway.log_level: unknown log level "warning"; use debug, info, warn or error (did you mean warn?)`,
+			`kiln.yaml:11: backends.a.timeout: must be positive, got "-5s"; use e.g. 30s`,
+			`kiln.yaml:12: backends.a.enabled: want true or false, got "yes"`,
+			`kiln.yaml:15: backends.b.timeout: must be positive, got "0s"; use e.g. 30s`,
+		}},
+		{"override problems name the variable", "version: 1\nbackends:\n  a: {command: x}\n",
+			map[string]string{"KILN_BACKENDS_A_TIMEOUT": "fast", "KILN_GATEWAY_LOG_LEVEL": "loud"}, []string{
+				`kiln.yaml: gateway.log_level (from KILN_GATEWAY_LOG_LEVEL): unknown log level "loud"; use debug, info, warn or error`,
+				`kiln.yaml: backends.a.timeout (from KILN_BACKENDS_A_TIMEOUT): invalid duration "fast"; use Go syntax such as 30s, 1m30s or 500ms`,
+			}},
+		{"shapes", `
+version: 1
+gateway: [a]
+backends:
+  a:
+    command: [x]
+    args: x
+    env: [A]
+  b:
+  c: {command: x, env: {A: }}
+  d: {command: x, args: [a, ~], timeout: }
+`, nil, []string{
+			"kiln.yaml:3: gateway: is a list; want a mapping of settings",
+			"kiln.yaml:6: backends.a.command: is a list; want a single value",
+			`kiln.yaml:7: backends.a.args: is a single value; want a list such as ["--port", "3000"]`,
+			"kiln.yaml:8: backends.a.env: is a list; want a mapping of names to values",
+			"kiln.yaml:9: backends.b: is empty; want settings such as transport: stdio and command: npx",
+			`kiln.yaml:10: backends.c.env.A: empty value; write "" for an empty string or ${A} to pass the variable through`,
+			`kiln.yaml:11: backends.d.args[1]: empty value; give a value (quote an empty string as "") or remove the key`,
+			`kiln.yaml:11: backends.d.timeout: empty value; give a value (quote an empty string as "") or remove the key`,
+		}},
+		{"bad env and header names", `
+version: 1
+backends:
+  a: {command: x, env: {"A=B": x}}
+  b: {transport: http, url: "http://a.test", headers: {"Bad Header": x}}
+`, nil, []string{
+			`kiln.yaml:4: backends.a.env["A=B"]: invalid variable name; names cannot be empty or contain = or NUL`,
+			`kiln.yaml:5: backends.b.headers["Bad Header"]: invalid header name; use letters, digits and - (e.g. Authorization, X-Api-Key)`,
+		}},
+		{"header value with a line break", `
+version: 1
+backends:
+  b:
+    transport: http
+    url: http://a.test
+    headers: {X-Token: "${TOKEN}"}
+`, map[string]string{"TOKEN": "a\r\nInjected: yes"}, []string{
+			"kiln.yaml:7: backends.b.headers.X-Token: contains a line break; header values are one line"}},
+		{"expansion errors", `
+version: 1
+backends:
+  a:
+    command: x
+    args: ["${OPEN", "${A-b}", "${}", "${1X}"]
+`, nil, []string{
+			"kiln.yaml:6: backends.a.args[0]: unterminated ${; close it with } or write $$ for a literal $",
+			"kiln.yaml:6: backends.a.args[1]: unsupported ${A-…}; use ${A} or ${A:-default} (write $$ for a literal $)",
+			"kiln.yaml:6: backends.a.args[2]: ${…} without a variable name; names are letters, digits and _ and do not start with a digit (write $$ for a literal $)",
+			"kiln.yaml:6: backends.a.args[3]: ${…} without a variable name; names are letters, digits and _ and do not start with a digit (write $$ for a literal $)",
+		}},
+		{"merge keys", `
+version: 1
+backends:
+  a: &base {command: x}
+  b:
+    <<: *base
+    args: [y]
+`, nil, []string{"kiln.yaml:6: backends.b.<<: merge keys are not supported; write the keys out"}},
+		{"every problem in one error", `
+version: 1
+gateway:
+  nmae: k
+backends:
+  a:
+    transport: grpc
+  B:
+    command: x
+`, nil, []string{
+			`kiln.yaml:4: gateway.nmae: unknown key; did you mean "name"?`,
+			`kiln.yaml:7: backends.a.transport: unknown transport "grpc"; use stdio, http or sse`,
+			`kiln.yaml:8: backends.B: invalid backend name; names start with a lowercase letter followed by lowercase letters, digits, - or _ (try "b")`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expectProblems(t, tt.yaml, tt.vars, tt.want)
+		})
+	}
+}
+
+func TestAliasesAreFollowed(t *testing.T) {
+	const text = `
+version: 1
+backends:
+  a: {command: npx, args: &args ["-y", "${PKG}"], env: &env {K: v}}
+  b: {command: npx, args: *args, env: *env}
+`
+	c := mustLoad(t, text, map[string]string{"PKG": "p"})
+	b, _ := c.Backend("b")
+	got := []any{b.Args, b.Env, b.Vars}
+	want := []any{[]string{"-y", "p"}, map[string]string{"K": "v"},
+		[]VarRef{{Name: "PKG", Key: "backends.b.args[1]", Set: true}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	expectProblems(t, text+"  c: {command: *env}\n", nil, []string{
+		"kiln.yaml:6: backends.c.command: is a mapping; want a single value"})
+}

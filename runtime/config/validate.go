@@ -1,0 +1,150 @@
+package config
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// value is one string setting on its way from a layer to a typed field.
+type value struct {
+	key  string // key path
+	raw  string // as written or as set by the override, before expansion
+	s    string // expanded
+	line int    // line in the file; 0 for defaults and overrides
+	env  string // KILN_ variable that set it, if any
+	ok   bool   // present in some layer
+	bad  bool   // a problem was reported; skip further checks
+	// unset lists the ${VAR}s it used that were unset, to explain an empty
+	// or odd result.
+	unset []string
+}
+
+// checker expands and checks values, collecting problems and the variables
+// the current backend refers to.
+type checker struct {
+	p    *problems
+	env  lookup
+	refs []VarRef
+}
+
+// expand expands v.raw into v.s, recording the variables it used.
+func (c *checker) expand(v value) value {
+	s, refs, err := expand(v.raw, c.env.get)
+	if err != nil {
+		v.bad = true
+		c.p.addValue(v, "%v", err)
+		return v
+	}
+	v.s = s
+	for _, r := range refs {
+		c.refs = append(c.refs, VarRef{Name: r.name, Key: v.key, HasDefault: r.hasDefault, Set: r.set})
+		if !r.set && !r.hasDefault {
+			v.unset = append(v.unset, "${"+r.name+"}")
+		}
+	}
+	if strings.ContainsRune(s, 0) {
+		v.bad = true
+		c.p.addValue(v, "contains a NUL character, which no process argument or header can carry")
+	}
+	return v
+}
+
+// node turns a YAML scalar from a list or map into an expanded value.
+func (c *checker) node(key string, n *yaml.Node) value {
+	return c.expand(value{key: key, raw: n.Value, line: n.Line, ok: true})
+}
+
+func (c *checker) duration(v value, def time.Duration) time.Duration {
+	if !v.ok || v.bad {
+		return def
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v.s))
+	switch {
+	case err != nil && isDigits(v.s):
+		c.p.addValue(v, "%s has no unit; write %ss (or ms, m, h)", strconv.Quote(v.raw), v.s)
+	case err != nil:
+		c.p.addValue(v, "invalid duration %s; use Go syntax such as 30s, 1m30s or 500ms", strconv.Quote(v.raw))
+	case d <= 0:
+		c.p.addValue(v, "must be positive, got %s; use e.g. 30s", strconv.Quote(v.raw))
+	default:
+		return d
+	}
+	return def
+}
+
+func (c *checker) positive(v value, def int) int {
+	if !v.ok || v.bad {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v.s))
+	if err != nil || n <= 0 {
+		c.p.addValue(v, "want a positive whole number such as %d, got %s", def, strconv.Quote(v.raw))
+		return def
+	}
+	return n
+}
+
+func (c *checker) boolean(v value, def bool) bool {
+	if !v.ok || v.bad {
+		return def
+	}
+	switch strings.ToLower(strings.TrimSpace(v.s)) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	c.p.addValue(v, "want true or false, got %s", strconv.Quote(v.raw))
+	return def
+}
+
+// oneOf checks a word against its choices, case-insensitively; aliases
+// maps other tools' spellings to ours for the hint.
+func (c *checker) oneOf(v value, choices []string, what string, aliases map[string]string) string {
+	w := strings.ToLower(strings.TrimSpace(v.s))
+	if slices.Contains(choices, w) {
+		return w
+	}
+	msg := "unknown " + what + " " + strconv.Quote(v.raw) + "; use " + listOr(choices)
+	if s, ok := aliases[w]; ok {
+		msg += " (did you mean " + s + "?)"
+	} else if s := suggest(w, choices); s != "" {
+		msg += " (did you mean " + s + "?)"
+	}
+	c.p.addValue(v, "%s", msg)
+	return ""
+}
+
+// nonEmpty reports an empty value and returns whether it is not.
+func (c *checker) nonEmpty(v value, hint string) bool {
+	if v.bad {
+		return false
+	}
+	if strings.TrimSpace(v.s) == "" {
+		c.p.addValue(v, "empty; %s", hint)
+		return false
+	}
+	return true
+}
+
+// httpURL checks an absolute http(s) URL. Messages quote the value as
+// written, never expanded, so a token passed through ${…} stays out of logs.
+func (c *checker) httpURL(v value, example string) {
+	if v.bad {
+		return
+	}
+	u, err := url.Parse(strings.TrimSpace(v.s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		c.p.addValue(v, "%s is not an absolute http:// or https:// URL; write e.g. %s", strconv.Quote(v.raw), example)
+	}
+}
+
+func isDigits(s string) bool {
+	s = strings.TrimSpace(s)
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}

@@ -1,0 +1,268 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/schema"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// State is where a backend connection is in its life.
+type State string
+
+// States reported in Status.
+const (
+	StateStarting  State = "starting"
+	StateHealthy   State = "healthy"
+	StateUnhealthy State = "unhealthy"
+	StateStopped   State = "stopped"
+	StateDisabled  State = "disabled"
+)
+
+// Options configure a Dispatcher.
+type Options struct {
+	Version string // kiln's version, sent to backends as clientInfo
+	Logger  *slog.Logger
+	// OnNotification receives backend notifications (progress, logging,
+	// list_changed) tagged with the backend name.
+	OnNotification func(backend, method string, params json.RawMessage)
+}
+
+// Dispatcher implements toolcall.Caller over live backend connections.
+type Dispatcher struct {
+	reg   *registry.Registry
+	cfg   *config.Config
+	opts  Options
+	log   *slog.Logger
+	valid *schema.Validator
+
+	mu    sync.Mutex
+	slots map[string]*slot
+	wg    sync.WaitGroup
+}
+
+type slot struct {
+	cfg   *config.Backend
+	state State
+	since time.Time
+	conn  *backend.Conn
+	err   error
+	ready chan struct{} // closed when the first connect attempt ends
+}
+
+// Status is a snapshot of one backend's connection.
+type Status struct {
+	Name            string
+	Transport       string
+	State           State
+	Since           time.Time
+	Error           string
+	ProtocolVersion string
+	StderrTail      string
+}
+
+// New returns a dispatcher for the backends in cfg. Nothing connects until
+// Start.
+func New(reg *registry.Registry, cfg *config.Config, opts Options) *Dispatcher {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Dispatcher{reg: reg, cfg: cfg, opts: opts, log: log, valid: schema.New(), slots: map[string]*slot{}}
+	for i := range cfg.Backends {
+		b := &cfg.Backends[i]
+		s := &slot{cfg: b, state: StateStarting, since: time.Now(), ready: make(chan struct{})}
+		if !b.Enabled {
+			s.state = StateDisabled
+			close(s.ready)
+		}
+		d.slots[b.Name] = s
+	}
+	return d
+}
+
+// Start connects every enabled backend concurrently in the background and
+// returns at once.
+func (d *Dispatcher) Start(ctx context.Context) {
+	for _, s := range d.slots {
+		if s.state != StateStarting {
+			continue
+		}
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			d.connect(ctx, s)
+		}()
+	}
+}
+
+// WaitReady blocks until every enabled backend finished its first connect
+// attempt or ctx ends.
+func (d *Dispatcher) WaitReady(ctx context.Context) error {
+	for _, s := range d.slots {
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (d *Dispatcher) connect(ctx context.Context, s *slot) {
+	start := time.Now()
+	name := s.cfg.Name
+	conn, err := backend.DialTimeout(ctx, s.cfg, d.cfg.Gateway.ConnectTimeout, backend.Options{
+		ClientVersion: d.opts.Version,
+		Logger:        d.log,
+		OnNotification: func(method string, params json.RawMessage) {
+			if d.opts.OnNotification != nil {
+				d.opts.OnNotification(name, method, params)
+			}
+		},
+	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer close(s.ready)
+	s.since = time.Now()
+	if err != nil {
+		s.state, s.err = StateUnhealthy, err
+		d.log.Error("backend failed to start", "backend", name, "err", err)
+		return
+	}
+	s.state, s.conn, s.err = StateHealthy, conn, nil
+	d.log.Info("backend connected", "backend", name, "protocol", conn.ProtocolVersion(), "took", time.Since(start).Round(time.Millisecond))
+}
+
+// CallTool validates args against the tool's recorded schema and calls it
+// on its backend with the backend's timeout.
+func (d *Dispatcher) CallTool(ctx context.Context, backendName, tool string, args json.RawMessage) (*toolcall.Result, error) {
+	id := backendName + "." + tool
+	t, err := d.reg.Resolve(id)
+	if err != nil {
+		return nil, &Error{Code: CodeNotFound, Backend: backendName, Tool: tool, Err: err, Message: err.Error()}
+	}
+	if err := d.valid.Validate(id, t.InputSchema, args); err != nil {
+		return nil, &Error{Code: CodeInvalidArgs, Backend: backendName, Tool: tool, Err: err,
+			Message: fmt.Sprintf("%s: %v\nExpected arguments: %s\nCall tool_info with tool_name %q and detail \"full\" for the whole schema.", id, err, t.Signature(), id)}
+	}
+	conn, err := d.conn(backendName, tool)
+	if err != nil {
+		return nil, err
+	}
+	timeout := d.cfg.Gateway.CallTimeout
+	if s := d.slot(backendName); s != nil && s.cfg.Timeout > 0 {
+		timeout = s.cfg.Timeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := conn.CallTool(cctx, tool, args)
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		return nil, &Error{Code: CodeCanceled, Backend: backendName, Tool: tool, Err: err,
+			Message: fmt.Sprintf("%s was canceled by the client before %s answered", id, backendName)}
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, &Error{Code: CodeTimeout, Backend: backendName, Tool: tool, Err: err,
+			Message: fmt.Sprintf("%s did not answer within %s (backend %q call timeout); retry with a smaller request or raise backends.%s.timeout", id, timeout, backendName, backendName)}
+	default:
+		return nil, &Error{Code: CodeBackend, Backend: backendName, Tool: tool, Err: err,
+			Message: fmt.Sprintf("%s failed: %v\nRead kiln://backend/%s for the backend's state.", id, err, backendName)}
+	}
+}
+
+func (d *Dispatcher) slot(name string) *slot {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.slots[name]
+}
+
+// conn returns the live connection or an error saying why there is none
+// and what the caller can do about it.
+func (d *Dispatcher) conn(name, tool string) (*backend.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.slots[name]
+	if !ok {
+		where := "the config"
+		if d.cfg.Path != "" {
+			where = d.cfg.Path
+		}
+		return nil, &Error{Code: CodeNotConfigured, Backend: name, Tool: tool,
+			Message: fmt.Sprintf("backend %q is compiled into kiln but not declared in %s; add backends.%s there to use it", name, where, name)}
+	}
+	switch s.state {
+	case StateHealthy:
+		return s.conn, nil
+	case StateStarting:
+		return nil, &Error{Code: CodeStarting, Backend: name, Tool: tool,
+			Message: fmt.Sprintf("backend %q is still starting, retry in a moment; tool %s.%s is known but its backend has not connected yet", name, name, tool)}
+	case StateDisabled:
+		return nil, &Error{Code: CodeUnavailable, Backend: name, Tool: tool,
+			Message: fmt.Sprintf("backend %q is disabled (backends.%s.enabled: false)", name, name)}
+	default:
+		msg := fmt.Sprintf("backend %q is %s since %s", name, s.state, s.since.Format(time.RFC3339))
+		if s.err != nil {
+			msg += ": " + firstLines(s.err.Error(), 8)
+		}
+		return nil, &Error{Code: CodeUnavailable, Backend: name, Tool: tool, Err: s.err,
+			Message: msg + fmt.Sprintf("\nRead kiln://backend/%s for details.", name)}
+	}
+}
+
+// Status reports every configured backend, sorted by name.
+func (d *Dispatcher) Status() []Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]Status, 0, len(d.slots))
+	for _, b := range d.cfg.Backends {
+		s := d.slots[b.Name]
+		st := Status{Name: b.Name, Transport: b.Transport, State: s.state, Since: s.since}
+		if s.err != nil {
+			st.Error = s.err.Error()
+		}
+		if s.conn != nil {
+			st.ProtocolVersion = s.conn.ProtocolVersion()
+			st.StderrTail = s.conn.StderrTail(20)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Close stops every backend connection and waits for pending connects.
+func (d *Dispatcher) Close() error {
+	d.wg.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for _, s := range d.slots {
+		if s.conn != nil {
+			if err := s.conn.Close(); err != nil {
+				errs = append(errs, err)
+			}
+			s.conn = nil
+		}
+		s.state = StateStopped
+	}
+	return errors.Join(errs...)
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "…")
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,50 @@
+package dispatch
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies a dispatch failure so callers can choose how to present
+// it without matching strings.
+type Code string
+
+// Codes returned in *Error.
+const (
+	CodeNotFound     Code = "not_found"
+	CodeInvalidArgs  Code = "invalid_arguments"
+	CodeStarting     Code = "backend_starting"
+	CodeUnavailable  Code = "backend_unavailable"
+	CodeNotConfigured Code = "backend_not_configured"
+	CodeTimeout      Code = "timeout"
+	CodeCanceled     Code = "canceled"
+	CodeBackend      Code = "backend_error"
+)
+
+// Error is a failure to get a result from a backend, written for the model
+// that made the call: what happened and what to do next.
+type Error struct {
+	Code    Code
+	Backend string
+	Tool    string
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return fmt.Sprintf("%s.%s: %v", e.Backend, e.Tool, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// CodeOf returns the code of a dispatch error, or "" for other errors.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}

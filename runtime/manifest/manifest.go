@@ -1,0 +1,267 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Version is the manifest format this build reads and writes. Bump it when a
+// field changes meaning; Decode rejects every other value.
+const Version = 1
+
+// ErrVersion reports a manifest written by an incompatible kiln-gen.
+var ErrVersion = errors.New("unsupported manifest version")
+
+// Manifest is everything recorded about one backend.
+type Manifest struct {
+	Version           int                `json:"version"`
+	Backend           string             `json:"backend"`
+	Transport         string             `json:"transport"`
+	Server            ServerInfo         `json:"server"`
+	ProtocolVersion   string             `json:"protocolVersion"`
+	Instructions      string             `json:"instructions,omitempty"`
+	Tools             []Tool             `json:"tools"`
+	Resources         []Resource         `json:"resources"`
+	ResourceTemplates []ResourceTemplate `json:"resourceTemplates"`
+	Prompts           []Prompt           `json:"prompts"`
+}
+
+// ServerInfo is the implementation block a backend announced.
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	Title   string `json:"title,omitempty"`
+}
+
+// Tool is one backend tool exactly as the backend published it. Schemas stay
+// raw JSON so that nothing a backend declares is lost on the way to the model.
+type Tool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+}
+
+// Resource is a static resource a backend lists.
+type Resource struct {
+	URI         string `json:"uri"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+}
+
+// ResourceTemplate is a parameterised resource a backend lists.
+type ResourceTemplate struct {
+	URITemplate string `json:"uriTemplate"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+}
+
+// Prompt is a prompt a backend lists.
+type Prompt struct {
+	Name        string           `json:"name"`
+	Description string           `json:"description,omitempty"`
+	Arguments   []PromptArgument `json:"arguments,omitempty"`
+}
+
+// PromptArgument is one argument of a prompt.
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// Encode returns the canonical bytes of m: lists sorted, every object's keys
+// sorted (including inside schemas), numbers kept as written, two-space
+// indent and a trailing newline.
+func Encode(m *Manifest) ([]byte, error) {
+	c := *m
+	c.Version = Version
+	c.Tools = slices.Clone(m.Tools)
+	slices.SortFunc(c.Tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	c.Resources = slices.Clone(m.Resources)
+	slices.SortFunc(c.Resources, func(a, b Resource) int { return strings.Compare(a.URI, b.URI) })
+	c.ResourceTemplates = slices.Clone(m.ResourceTemplates)
+	slices.SortFunc(c.ResourceTemplates, func(a, b ResourceTemplate) int {
+		return strings.Compare(a.URITemplate, b.URITemplate)
+	})
+	c.Prompts = slices.Clone(m.Prompts)
+	slices.SortFunc(c.Prompts, func(a, b Prompt) int { return strings.Compare(a.Name, b.Name) })
+	if c.Tools == nil {
+		c.Tools = []Tool{}
+	}
+	if c.Resources == nil {
+		c.Resources = []Resource{}
+	}
+	if c.ResourceTemplates == nil {
+		c.ResourceTemplates = []ResourceTemplate{}
+	}
+	if c.Prompts == nil {
+		c.Prompts = []Prompt{}
+	}
+	raw, err := json.Marshal(&c)
+	if err != nil {
+		return nil, fmt.Errorf("encode manifest %q: %w", m.Backend, err)
+	}
+	return Canonical(raw)
+}
+
+// Canonical re-encodes any JSON document with sorted object keys, numbers as
+// written, HTML characters unescaped, two-space indent and a trailing newline.
+func Canonical(raw []byte) ([]byte, error) {
+	v, err := decodeOrdered(raw)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Compact re-encodes a JSON document canonically on one line. Emit uses it
+// for schemas embedded in generated code.
+func Compact(raw []byte) ([]byte, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	v, err := decodeOrdered(raw)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// decodeOrdered decodes with json.Number so that 1.0 and 10000000000000001
+// survive a round trip; encoding/json sorts map keys on output.
+func decodeOrdered(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("invalid JSON: trailing data after the document")
+	}
+	return v, nil
+}
+
+// Decode parses a manifest and checks its version and required fields.
+func Decode(raw []byte) (*Manifest, error) {
+	var probe struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if probe.Version == nil {
+		return nil, fmt.Errorf("%w: the \"version\" field is missing (expected %d)", ErrVersion, Version)
+	}
+	if *probe.Version != Version {
+		return nil, fmt.Errorf("%w: got %d, this kiln-gen reads %d; re-record with `make generate`", ErrVersion, *probe.Version, Version)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("invalid manifest: %w", err)
+	}
+	if m.Backend == "" {
+		return nil, errors.New("invalid manifest: \"backend\" is empty")
+	}
+	seen := make(map[string]bool, len(m.Tools))
+	for i, t := range m.Tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("invalid manifest: tools[%d].name is empty", i)
+		}
+		if seen[t.Name] {
+			return nil, fmt.Errorf("invalid manifest: tool %q appears twice", t.Name)
+		}
+		seen[t.Name] = true
+		if len(t.InputSchema) == 0 {
+			return nil, fmt.Errorf("invalid manifest: tool %q has no inputSchema", t.Name)
+		}
+	}
+	return &m, nil
+}
+
+// ReadDir loads every *.json manifest in dir, sorted by backend name. A file
+// whose name does not match its backend field is an error: the file name is
+// what reviewers see.
+func ReadDir(dir string) ([]*Manifest, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(paths)
+	out := make([]*Manifest, 0, len(paths))
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		m, err := Decode(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if want := strings.TrimSuffix(filepath.Base(p), ".json"); m.Backend != want {
+			return nil, fmt.Errorf("%s: backend is %q but the file is named for %q; rename the file or re-record", p, m.Backend, want)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// WriteFile writes m canonically to dir/<backend>.json through a temporary
+// file and a rename, so a crash never leaves half a manifest behind.
+func WriteFile(dir string, m *Manifest) (string, error) {
+	raw, err := Encode(m)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, m.Backend+".json")
+	return path, WriteAtomic(path, raw)
+}
+
+// WriteAtomic writes data to path via a temporary file in the same folder.
+func WriteAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

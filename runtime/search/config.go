@@ -1,0 +1,107 @@
+package search
+
+// Field names one indexed part of a tool.
+type Field uint8
+
+// The indexed fields of a tool, in storage order.
+const (
+	FieldName        Field = iota // tool name, split on _ - . and camelCase
+	FieldTitle                    // human-readable title, when the tool has one
+	FieldBackend                  // backend (server) name
+	FieldDescription              // tool description
+	FieldParamName                // top-level input property names
+	FieldParamDesc                // top-level input property descriptions
+	numFields
+)
+
+// Stemmer selects how words are conflated before indexing and querying.
+type Stemmer uint8
+
+// The stemmers Config.Stem accepts.
+const (
+	StemNone   Stemmer = iota // exact words
+	StemPlural                // Harman's S-stemmer: plural forms only
+	StemPorter                // Porter (1980): plurals, -ing, -ed, -ation, ...
+	StemLight                 // Porter's steps 1 and 5: plurals, -ed, -ing, final -e
+)
+
+// CJKMode selects how runs of Chinese, Japanese and Korean characters, which
+// carry no spaces, become tokens.
+type CJKMode uint8
+
+// The CJK modes Config.CJK accepts.
+const (
+	CJKUnigram CJKMode = iota // each character a token
+	CJKBigram                 // overlapping character pairs (a lone character stays a token)
+	CJKBoth                   // unigrams and bigrams
+)
+
+// Config holds every ranking choice baked into an index. It travels inside
+// the frozen form, so queries are always tokenized the way the index was.
+type Config struct {
+	// K1 and B are the Okapi BM25 saturation and length-normalisation
+	// constants.
+	K1, B float64
+	// Weights scales each field's term frequencies; 0 leaves it unindexed.
+	Weights [numFields]float64
+	// FieldNorm normalises each field's length against that field's average
+	// (BM25F); false normalises the weighted total length of the tool, which
+	// with integer weights is plain BM25 over the concatenated text.
+	FieldNorm bool
+	// FieldB is the per-field length normalisation used when FieldNorm is set.
+	FieldB [numFields]float64
+	// Stem conflates word forms.
+	Stem Stemmer
+	// CJK selects the tokens of CJK text.
+	CJK CJKMode
+	// AcronymPlural keeps a trailing "s" on an acronym ("IDs", "URLs",
+	// "APIs") instead of splitting it off as a camelCase word ("I", "Ds").
+	AcronymPlural bool
+	// SplitDigitUpper splits camelCase at a digit followed by a capital
+	// ("v2Api" → "v2", "api").
+	SplitDigitUpper bool
+	// BackendWeight mixes in the score of the tool's backend as a whole (all
+	// its tools' names and descriptions as one document): tools of a backend
+	// that matches the task rank higher. 0 disables it.
+	BackendWeight float64
+	// Bigram scales the score of adjacent word pairs matched in order
+	// ("word cloud", "convert [to] pdf"), as in Metzler and Croft's
+	// sequential dependence model; 0 indexes no pairs.
+	Bigram float64
+	// NameCover multiplies a tool's tier-1 score by 1 + NameCover·c, where c
+	// is the share of the words of its name that the query contains: a query
+	// that spells out a whole name ("convert ... to pdf") names that tool.
+	NameCover float64
+}
+
+// DefaultConfig is the configuration Build uses and kiln-gen emit ships.
+// gen/eval's ablation table measures each choice on LiveMCPBench and
+// ToolBench; the values are round numbers from a plateau that helps both,
+// not a per-dataset optimum. A title restates the name, which already
+// weighs 2, so it gets half weight: enough to find a tool whose name is
+// cryptic, without counting the name twice.
+func DefaultConfig() Config {
+	c := Config{
+		K1:              1.2,
+		B:               0.75,
+		Stem:            StemLight,
+		CJK:             CJKBigram,
+		AcronymPlural:   true,
+		SplitDigitUpper: true,
+		BackendWeight:   0.3,
+		Bigram:          0.3,
+		NameCover:       0.5,
+	}
+	c.Weights = [numFields]float64{
+		FieldName:        2,
+		FieldTitle:       0.5,
+		FieldBackend:     1,
+		FieldDescription: 1,
+		FieldParamName:   0.25,
+		FieldParamDesc:   0.25,
+	}
+	for f := range c.FieldB {
+		c.FieldB[f] = c.B
+	}
+	return c
+}

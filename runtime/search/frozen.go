@@ -1,0 +1,442 @@
+package search
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"strings"
+)
+
+// The frozen form: magic, format version, CRC-32C of the payload, payload.
+// The payload holds the configuration, the corpus statistics and the base
+// segment with its postings and precomputed BM25 weights, so Load only
+// decodes; nothing is tokenized or scored again.
+const (
+	magic         = "KILNSRCH"
+	FormatVersion = 1 // FormatVersion is the frozen format this build reads and writes.
+	headerLen     = len(magic) + 8
+)
+
+// Sentinels returned (wrapped) by Load.
+var (
+	ErrFormat  = errors.New("not a kiln search index")
+	ErrVersion = errors.New("unsupported search index version")
+	ErrCorrupt = errors.New("corrupt search index")
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// MarshalBinary returns the frozen form of the base index. Run-time
+// additions (With) are not frozen: they are registered again at start-up.
+func (ix *Index) MarshalBinary() ([]byte, error) {
+	w := &writer{buf: make([]byte, headerLen, 1<<16)}
+	w.config(&ix.cfg)
+	w.f64(ix.st.avgLen)
+	for _, a := range ix.st.fieldAvg {
+		w.f64(a)
+	}
+	w.f64(ix.st.backendAvg)
+	w.segment(ix.base)
+	copy(w.buf, magic)
+	binary.LittleEndian.PutUint32(w.buf[len(magic):], FormatVersion)
+	binary.LittleEndian.PutUint32(w.buf[len(magic)+4:], crcOf(w.buf[headerLen:]))
+	return w.buf, nil
+}
+
+// Load decodes a frozen index. It checks the magic, the version and a
+// checksum first, then every offset and count, so a stale or damaged file
+// fails with ErrFormat, ErrVersion or ErrCorrupt instead of misbehaving.
+func Load(data []byte) (*Index, error) {
+	if len(data) < headerLen || string(data[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%w: bad magic; rebuild it with kiln-gen emit", ErrFormat)
+	}
+	if v := binary.LittleEndian.Uint32(data[len(magic):]); v != FormatVersion {
+		return nil, fmt.Errorf("%w: got %d, this build reads %d; regenerate with kiln-gen emit", ErrVersion, v, FormatVersion)
+	}
+	if crcOf(data[headerLen:]) != binary.LittleEndian.Uint32(data[len(magic)+4:]) {
+		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
+	}
+	return decodePayload(data[headerLen:])
+}
+
+func decodePayload(p []byte) (*Index, error) {
+	// One copy of the payload backs every string of the index.
+	r := &reader{s: string(p)}
+	var cfg Config
+	r.config(&cfg)
+	var st stats
+	st.avgLen = r.f64()
+	for f := range st.fieldAvg {
+		st.fieldAvg[f] = r.f64()
+	}
+	st.backendAvg = r.f64()
+	seg := r.segment()
+	if r.err == nil && r.off != len(r.s) {
+		r.fail("trailing bytes")
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, r.err)
+	}
+	return newIndex(cfg, st, seg, nil, nil), nil
+}
+
+type writer struct{ buf []byte }
+
+func (w *writer) uv(x uint64)   { w.buf = binary.AppendUvarint(w.buf, x) }
+func (w *writer) u8(x uint8)    { w.buf = append(w.buf, x) }
+func (w *writer) f64(x float64) { w.buf = binary.LittleEndian.AppendUint64(w.buf, math.Float64bits(x)) }
+func (w *writer) str(s string)  { w.uv(uint64(len(s))); w.buf = append(w.buf, s...) }
+
+func (w *writer) bool(b bool) {
+	if b {
+		w.u8(1)
+	} else {
+		w.u8(0)
+	}
+}
+
+func (w *writer) config(c *Config) {
+	w.f64(c.K1)
+	w.f64(c.B)
+	for f := range numFields {
+		w.f64(c.Weights[f])
+		w.f64(c.FieldB[f])
+	}
+	w.bool(c.FieldNorm)
+	w.u8(uint8(c.Stem))
+	w.u8(uint8(c.CJK))
+	w.bool(c.AcronymPlural)
+	w.bool(c.SplitDigitUpper)
+	w.f64(c.BackendWeight)
+	w.f64(c.Bigram)
+	w.f64(c.NameCover)
+}
+
+func (w *writer) segment(s *segment) {
+	w.uv(uint64(len(s.docs)))
+	for i := range s.docs {
+		d := &s.docs[i]
+		// Most IDs are backend+"."+name; then only the ID is stored and
+		// Backend and Name are substrings of it after Load.
+		derived := d.ID == d.Backend+"."+d.Name && !strings.Contains(d.Backend, ".")
+		w.bool(derived)
+		w.str(d.ID)
+		if !derived {
+			w.str(d.Backend)
+			w.str(d.Name)
+		}
+		w.str(d.Title)
+		w.str(d.Description)
+		w.uv(uint64(len(d.Params)))
+		for _, p := range d.Params {
+			w.str(p.Name)
+			w.str(p.Description)
+		}
+		w.uv(uint64(s.docBackend[i]))
+		w.u8(s.nameWords[i])
+	}
+	w.uv(uint64(len(s.backendNames)))
+	for _, b := range s.backendNames {
+		w.str(b)
+	}
+	w.table(&s.tools)
+	w.table(&s.backends)
+	w.trigrams(&s.tri)
+}
+
+func (w *writer) table(t *table) {
+	n := t.numTerms()
+	w.uv(uint64(n))
+	w.str(t.terms)
+	for i := range n {
+		w.uv(uint64(t.termOff[i+1] - t.termOff[i]))
+		lo, hi := t.postOff[i], t.postOff[i+1]
+		w.uv(uint64(hi - lo))
+		prev := uint32(0)
+		for p := lo; p < hi; p++ {
+			w.uv(uint64(t.postDoc[p] - prev))
+			prev = t.postDoc[p]
+			w.buf = binary.LittleEndian.AppendUint32(w.buf, math.Float32bits(t.postW[p]))
+		}
+	}
+}
+
+func (w *writer) trigrams(t *trigrams) {
+	w.uv(uint64(len(t.count)))
+	for _, c := range t.count {
+		w.uv(uint64(c))
+	}
+	w.uv(uint64(len(t.keys)))
+	prevKey := uint64(0)
+	for i, k := range t.keys {
+		w.uv(k - prevKey)
+		prevKey = k
+		lo, hi := t.off[i], t.off[i+1]
+		w.uv(uint64(hi - lo))
+		prev := uint32(0)
+		for _, d := range t.docs[lo:hi] {
+			w.uv(uint64(d - prev))
+			prev = d
+		}
+	}
+}
+
+// reader decodes the payload. The first error sticks and every later read
+// returns zero values, so decoding code checks r.err once per structure.
+type reader struct {
+	s   string
+	off int
+	err error
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("at byte %d: %s", r.off, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *reader) uv() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	var x uint64
+	for shift := uint(0); ; shift += 7 {
+		if r.off >= len(r.s) || shift > 63 {
+			r.fail("truncated varint")
+			return 0
+		}
+		c := r.s[r.off]
+		r.off++
+		x |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return x
+		}
+	}
+}
+
+// count reads a length and rejects one that could not fit in what is left,
+// given each element takes at least minSize bytes, so a corrupt length
+// never causes a huge allocation.
+func (r *reader) count(minSize int) int {
+	n := r.uv()
+	if r.err == nil && n > uint64(len(r.s)-r.off)/uint64(minSize) {
+		r.fail("count %d exceeds the data", n)
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) fixed(n int) string {
+	if r.err != nil {
+		return ""
+	}
+	if n > len(r.s)-r.off {
+		r.fail("truncated")
+		return ""
+	}
+	s := r.s[r.off : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *reader) str() string { return r.fixed(r.count(1)) }
+func (r *reader) u8() uint8 {
+	if s := r.fixed(1); s != "" {
+		return s[0]
+	}
+	return 0
+}
+func (r *reader) bool() bool { return r.u8() == 1 }
+
+func (r *reader) f64() float64 {
+	s := r.fixed(8)
+	if s == "" {
+		return 0
+	}
+	x := math.Float64frombits(binary.LittleEndian.Uint64([]byte(s)))
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		r.fail("non-finite number")
+	}
+	return x
+}
+
+func (r *reader) f32() float32 {
+	s := r.fixed(4)
+	if s == "" {
+		return 0
+	}
+	x := math.Float32frombits(uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24)
+	if x != x || math.IsInf(float64(x), 0) {
+		r.fail("non-finite weight")
+	}
+	return x
+}
+
+func (r *reader) config(c *Config) {
+	c.K1, c.B = r.f64(), r.f64()
+	for f := range numFields {
+		c.Weights[f], c.FieldB[f] = r.f64(), r.f64()
+	}
+	c.FieldNorm = r.bool()
+	c.Stem, c.CJK = Stemmer(r.u8()), CJKMode(r.u8())
+	c.AcronymPlural, c.SplitDigitUpper = r.bool(), r.bool()
+	c.BackendWeight = r.f64()
+	c.Bigram = r.f64()
+	c.NameCover = r.f64()
+	if c.Stem > StemLight || c.CJK > CJKBoth {
+		r.fail("unknown stemmer or CJK mode")
+	}
+}
+
+func (r *reader) segment() *segment {
+	s := &segment{}
+	n := r.count(6)
+	s.docs = make([]Doc, n)
+	s.docBackend = make([]uint32, n)
+	s.nameWords = make([]uint8, n)
+	var params []Param
+	for i := range s.docs {
+		d := &s.docs[i]
+		derived := r.bool()
+		d.ID = r.str()
+		if derived {
+			// Backend names never contain ".", tool names may.
+			b, name, ok := strings.Cut(d.ID, ".")
+			if !ok {
+				r.fail("doc %d: ID %q has no backend", i, d.ID)
+			}
+			d.Backend, d.Name = b, name
+		} else {
+			d.Backend, d.Name = r.str(), r.str()
+		}
+		d.Title, d.Description = r.str(), r.str()
+		np := r.count(2)
+		start := len(params)
+		for range np {
+			params = append(params, Param{Name: r.str(), Description: r.str()})
+		}
+		if np > 0 {
+			d.Params = params[start:len(params):len(params)]
+		}
+		s.docBackend[i] = uint32(r.uv())
+		s.nameWords[i] = r.u8()
+		if r.err != nil {
+			return nil
+		}
+		if i > 0 && s.docs[i-1].ID >= d.ID {
+			r.fail("doc IDs out of order at %d", i)
+			return nil
+		}
+	}
+	nb := r.count(1)
+	s.backendNames = make([]string, nb)
+	for i := range s.backendNames {
+		s.backendNames[i] = r.str()
+		if i > 0 && s.backendNames[i-1] >= s.backendNames[i] {
+			r.fail("backends out of order")
+		}
+	}
+	for i, b := range s.docBackend {
+		if int(b) >= nb || s.backendNames[b] != s.docs[i].Backend {
+			r.fail("doc %d: bad backend", i)
+			return nil
+		}
+	}
+	s.tools = r.table(n)
+	s.backends = r.table(nb)
+	s.tri = r.trigrams(n)
+	return s
+}
+
+func (r *reader) table(ndocs int) table {
+	var t table
+	n := r.count(2)
+	t.terms = r.str()
+	t.termOff = make([]uint32, 1, n+1)
+	t.postOff = make([]uint32, 1, n+1)
+	for i := range n {
+		l := r.uv()
+		end := uint64(t.termOff[i]) + l
+		if r.err != nil || end > uint64(len(t.terms)) {
+			r.fail("term %d out of range", i)
+			return table{}
+		}
+		t.termOff = append(t.termOff, uint32(end))
+		if i > 0 && t.term(i-1) >= t.term(i) {
+			r.fail("terms out of order at %d", i)
+			return table{}
+		}
+		np := r.count(5)
+		doc := uint64(0)
+		for j := range np {
+			d := r.uv()
+			if j > 0 && d == 0 {
+				r.fail("duplicate posting")
+			}
+			doc += d
+			if doc >= uint64(ndocs) {
+				r.fail("posting doc %d out of range", doc)
+			}
+			t.postDoc = append(t.postDoc, uint32(doc))
+			t.postW = append(t.postW, r.f32())
+		}
+		if r.err != nil {
+			return table{}
+		}
+		t.postOff = append(t.postOff, uint32(len(t.postDoc)))
+	}
+	if r.err == nil && int(t.termOff[n]) != len(t.terms) {
+		r.fail("term blob length mismatch")
+	}
+	return t
+}
+
+func (r *reader) trigrams(ndocs int) trigrams {
+	var t trigrams
+	if nc := r.count(1); nc != ndocs {
+		r.fail("trigram counts for %d docs, want %d", nc, ndocs)
+		return t
+	}
+	t.count = make([]uint16, ndocs)
+	for i := range t.count {
+		c := r.uv()
+		if c > math.MaxUint16 {
+			r.fail("trigram count overflow")
+		}
+		t.count[i] = uint16(c)
+	}
+	nk := r.count(2)
+	t.keys = make([]uint64, 0, nk)
+	t.off = make([]uint32, 1, nk+1)
+	key := uint64(0)
+	for i := range nk {
+		d := r.uv()
+		if i > 0 && d == 0 || key+d < key {
+			r.fail("trigram keys out of order")
+		}
+		key += d
+		t.keys = append(t.keys, key)
+		np := r.count(1)
+		doc := uint64(0)
+		for j := range np {
+			d := r.uv()
+			if j > 0 && d == 0 {
+				r.fail("duplicate trigram posting")
+			}
+			doc += d
+			if doc >= uint64(ndocs) {
+				r.fail("trigram doc out of range")
+			}
+			t.docs = append(t.docs, uint32(doc))
+		}
+		if r.err != nil {
+			return trigrams{}
+		}
+		t.off = append(t.off, uint32(len(t.docs)))
+	}
+	return t
+}

@@ -1,0 +1,128 @@
+package search
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// usageVersion is the format of the usage state file.
+const usageVersion = 1
+
+// Usage counts successful tool calls and turns them into the search boost
+// 1 + 0.3·ln(1+uses), so tools an installation relies on rank first among
+// equals. It is safe for concurrent use; Boost is its Options.Boost.
+//
+// Lifecycle: OpenUsage → Record/Boost from any goroutine → Save (after
+// calls or at shutdown; the file is replaced atomically, so a crash keeps
+// the previous counts).
+type Usage struct {
+	path   string
+	mu     sync.RWMutex
+	counts map[string]uint64
+	dirty  bool
+}
+
+type usageFile struct {
+	Version int               `json:"version"`
+	Counts  map[string]uint64 `json:"counts"`
+}
+
+// OpenUsage loads the counts stored at path; a missing file starts empty.
+// An empty path keeps counts in memory only.
+func OpenUsage(path string) (*Usage, error) {
+	u := &Usage{path: path, counts: map[string]uint64{}}
+	if path == "" {
+		return u, nil
+	}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return u, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	var f usageFile
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("usage: %s: %w; delete the file to start counting again", path, err)
+	}
+	if f.Version != usageVersion {
+		return nil, fmt.Errorf("usage: %s: version %d, want %d; delete the file to start counting again", path, f.Version, usageVersion)
+	}
+	if f.Counts != nil {
+		u.counts = f.Counts
+	}
+	return u, nil
+}
+
+// Record counts one use of the tool id ("backend.tool").
+func (u *Usage) Record(id string) {
+	u.mu.Lock()
+	u.counts[id]++
+	u.dirty = true
+	u.mu.Unlock()
+}
+
+// Count returns how often id was recorded.
+func (u *Usage) Count(id string) uint64 {
+	u.mu.RLock()
+	defer u.mu.RUnlock()
+	return u.counts[id]
+}
+
+// Boost returns 1 + 0.3·ln(1+uses): the logarithm keeps one heavily used
+// tool from burying better matches.
+func (u *Usage) Boost(id string) float64 {
+	return 1 + 0.3*math.Log1p(float64(u.Count(id)))
+}
+
+// Save writes the counts if they changed since the last Save, through a
+// temporary file and a rename in the same folder.
+func (u *Usage) Save() error {
+	if u.path == "" {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.dirty {
+		return nil
+	}
+	raw, err := json.Marshal(usageFile{Version: usageVersion, Counts: u.counts})
+	if err != nil {
+		return fmt.Errorf("usage: %w", err)
+	}
+	if err := writeAtomic(u.path, append(raw, '\n')); err != nil {
+		return fmt.Errorf("usage: save %s: %w", u.path, err)
+	}
+	u.dirty = false
+	return nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,261 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/chain"
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/search"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// jsonResult renders v as indented JSON text: the meta-tools' answers are
+// read by models, which parse JSON reliably.
+func jsonResult(v any) *toolcall.Result {
+	raw, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return toolcall.Errorf("internal error: encode result: %v", err)
+	}
+	return toolcall.Text(string(raw))
+}
+
+type searchArgs struct {
+	TaskDescription string `json:"task_description"`
+	Limit           *int   `json:"limit"`
+	Brief           *bool  `json:"brief"`
+}
+
+type searchResult struct {
+	Tool        string   `json:"tool"`
+	Backend     string   `json:"backend"`
+	Description string   `json:"description"`
+	Example     string   `json:"example"`
+	Parameters  []param  `json:"parameters,omitempty"`
+	MatchedBy   string   `json:"matched_by,omitempty"`
+	TryAlso     []string `json:"try_also,omitempty"`
+}
+
+type param struct {
+	Name        string   `json:"name"`
+	Type        string   `json:"type"`
+	Required    bool     `json:"required,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Enum        []string `json:"enum,omitempty"`
+}
+
+func (s *Server) searchTools(_ context.Context, raw json.RawMessage) *toolcall.Result {
+	var a searchArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return toolcall.Errorf("search_tools: %v", err)
+	}
+	limit := defaultSearchLimit
+	if a.Limit != nil {
+		limit = min(*a.Limit, maxSearchLimit)
+	}
+	brief := a.Brief == nil || *a.Brief
+	hits := s.opts.Search.Search(a.TaskDescription, search.Options{Limit: limit})
+	out := make([]searchResult, 0, len(hits))
+	for _, h := range hits {
+		t, err := s.opts.Registry.Resolve(h.ID)
+		if err != nil {
+			continue // removed since the index was built
+		}
+		r := searchResult{Tool: t.ID(), Backend: t.Backend, Example: t.Example(s.ident), MatchedBy: h.Tier.String()}
+		if brief {
+			r.Description = FirstSentence(t.Description, 200)
+		} else {
+			r.Description = t.Description
+			r.Parameters = params(t)
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return toolcall.Text(fmt.Sprintf("No tool matches %q. Try other words (what the tool does, not its name), or list_tools_meta to browse all %d tools.",
+			a.TaskDescription, len(s.opts.Registry.Tools())))
+	}
+	return jsonResult(map[string]any{"results": out})
+}
+
+func params(t *registry.Tool) []param {
+	var out []param
+	for _, p := range t.Params() {
+		out = append(out, param{Name: p.Name, Type: p.Type, Required: p.Required, Description: p.Description, Enum: p.Enum})
+	}
+	return out
+}
+
+func (s *Server) ident(name string) string {
+	if s.opts.Ident == nil {
+		return name
+	}
+	return s.opts.Ident(name)
+}
+
+type listArgs struct {
+	Cursor   string `json:"cursor"`
+	PageSize *int   `json:"page_size"`
+}
+
+// Cursors are opaque to clients; inside they are an offset into the sorted
+// tool list, so a page boundary stays stable while the registry does.
+func encodeCursor(offset int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("o:" + strconv.Itoa(offset)))
+}
+
+func decodeCursor(c string) (int, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) < 3 || string(b[:2]) != "o:" {
+		return 0, fmt.Errorf("invalid cursor %q: pass next_cursor exactly as returned, or omit it for the first page", c)
+	}
+	n, err := strconv.Atoi(string(b[2:]))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("invalid cursor %q: pass next_cursor exactly as returned, or omit it for the first page", c)
+	}
+	return n, nil
+}
+
+func (s *Server) listToolsMeta(_ context.Context, raw json.RawMessage) *toolcall.Result {
+	var a listArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return toolcall.Errorf("list_tools_meta: %v", err)
+	}
+	size := defaultPageSize
+	if a.PageSize != nil {
+		size = min(*a.PageSize, maxPageSize)
+	}
+	offset := 0
+	if a.Cursor != "" {
+		var err error
+		if offset, err = decodeCursor(a.Cursor); err != nil {
+			return toolcall.Errorf("list_tools_meta: %v", err)
+		}
+	}
+	tools := s.opts.Registry.Tools()
+	type entry struct {
+		Tool        string `json:"tool"`
+		Description string `json:"description"`
+	}
+	page := make([]entry, 0, size)
+	end := min(offset+size, len(tools))
+	for _, t := range tools[min(offset, len(tools)):end] {
+		page = append(page, entry{t.ID(), FirstSentence(t.Description, 120)})
+	}
+	out := map[string]any{"tools": page, "total": len(tools)}
+	if end < len(tools) {
+		out["next_cursor"] = encodeCursor(end)
+	}
+	return jsonResult(out)
+}
+
+type infoArgs struct {
+	ToolName string `json:"tool_name"`
+	Detail   string `json:"detail"`
+}
+
+func (s *Server) toolInfo(_ context.Context, raw json.RawMessage) *toolcall.Result {
+	var a infoArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return toolcall.Errorf("tool_info: %v", err)
+	}
+	t, err := s.opts.Registry.Resolve(a.ToolName)
+	if err != nil {
+		return toolcall.Errorf("tool_info: %v", err)
+	}
+	if a.Detail == "full" {
+		out := map[string]any{
+			"tool":         t.ID(),
+			"backend":      t.Backend,
+			"description":  t.Description,
+			"input_schema": t.InputSchema,
+			"example":      t.Example(s.ident),
+		}
+		if t.Title != "" {
+			out["title"] = t.Title
+		}
+		if len(t.OutputSchema) > 0 {
+			out["output_schema"] = t.OutputSchema
+		}
+		if len(t.Annotations) > 0 {
+			out["annotations"] = t.Annotations
+		}
+		return jsonResult(out)
+	}
+	return jsonResult(map[string]any{
+		"tool":        t.ID(),
+		"backend":     t.Backend,
+		"description": FirstSentence(t.Description, 300),
+		"parameters":  params(t),
+		"example":     t.Example(s.ident),
+	})
+}
+
+func (s *Server) requiredKeys(_ context.Context, raw json.RawMessage) *toolcall.Result {
+	var a infoArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return toolcall.Errorf("get_required_keys_for_tool: %v", err)
+	}
+	t, err := s.opts.Registry.Resolve(a.ToolName)
+	if err != nil {
+		return toolcall.Errorf("get_required_keys_for_tool: %v", err)
+	}
+	b, ok := s.opts.Config.Backend(t.Backend)
+	if !ok {
+		return toolcall.Errorf("get_required_keys_for_tool: backend %q of %s is not declared in %s, so kiln cannot start it; add backends.%s there",
+			t.Backend, t.ID(), s.opts.Config.Path, t.Backend)
+	}
+	type key struct {
+		Name       string `json:"name"`
+		Set        bool   `json:"set"`
+		HasDefault bool   `json:"has_default,omitempty"`
+		UsedIn     string `json:"used_in"`
+	}
+	keys := []key{}
+	ready := true
+	for _, v := range b.Vars {
+		keys = append(keys, key{Name: v.Name, Set: v.Set, HasDefault: v.HasDefault, UsedIn: v.Key})
+		if !v.Set && !v.HasDefault {
+			ready = false
+		}
+	}
+	out := map[string]any{"tool": t.ID(), "backend": t.Backend, "keys": keys, "all_required_set": ready}
+	if !ready {
+		out["hint"] = "Set the missing variables in the environment kiln runs in (or in .env beside " + s.opts.Config.Path + ") and restart kiln."
+	}
+	return jsonResult(out)
+}
+
+type chainArgs struct {
+	Code          string `json:"code"`
+	Timeout       *int64 `json:"timeout"`
+	MaxOutputSize *int   `json:"max_output_size"`
+	Intent        string `json:"intent"`
+}
+
+func (s *Server) callToolChain(ctx context.Context, raw json.RawMessage) *toolcall.Result {
+	var a chainArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return toolcall.Errorf("call_tool_chain: %v", err)
+	}
+	req := chain.Request{Code: a.Code, Intent: a.Intent}
+	if a.Timeout != nil {
+		req.Timeout = time.Duration(*a.Timeout) * time.Millisecond
+	}
+	if a.MaxOutputSize != nil {
+		req.MaxOutputSize = *a.MaxOutputSize
+	}
+	return s.opts.Chain.Run(ctx, req)
+}
+
+func (s *Server) registerManual(context.Context, json.RawMessage) *toolcall.Result {
+	return toolcall.Errorf("register_manual is not supported by this kiln build yet: runtime registration lands with backend lifecycle support. " +
+		"Add the backend to kiln.yaml and run `make generate && make build` instead.")
+}
+
+func (s *Server) deregisterManual(context.Context, json.RawMessage) *toolcall.Result {
+	return toolcall.Errorf("deregister_manual is not supported by this kiln build yet: no backend can have been added at run time.")
+}

@@ -1,0 +1,79 @@
+package server
+
+// The meta-tools keep the anchor gateway's names and parameter names, so
+// agents and prompts written for it work unchanged.
+const (
+	toolSearch     = "search_tools"
+	toolList       = "list_tools_meta"
+	toolInfo       = "tool_info"
+	toolKeys       = "get_required_keys_for_tool"
+	toolChain      = "call_tool_chain"
+	toolRegister   = "register_manual"
+	toolDeregister = "deregister_manual"
+)
+
+// Limits advertised in the schemas; the handlers rely on validation to
+// enforce them.
+const (
+	defaultSearchLimit = 10
+	maxSearchLimit     = 50
+	defaultPageSize    = 50
+	maxPageSize        = 200
+)
+
+type metaTool struct {
+	name, description, schema string
+}
+
+var metaTools = []metaTool{
+	{toolSearch,
+		"Find backend tools for a task. Describe what you want to do in plain words; returns the best matching tools " +
+			"(backend.tool, one-line description, a call example). Start here, then use tool_info for a tool's full schema " +
+			"and call_tool_chain to run it.",
+		`{"type":"object","properties":{
+"task_description":{"type":"string","minLength":1,"description":"What you want to do, e.g. \"read a file\" or \"search the web for news\"."},
+"limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"How many tools to return (1-50)."},
+"brief":{"type":"boolean","default":true,"description":"true: first sentence of each description and a call example; false: full descriptions and parameter lists."}},
+"required":["task_description"],"additionalProperties":false}`},
+	{toolList,
+		"List every backend tool by name (backend.tool) with a one-line description, one page at a time. " +
+			"Pass the returned next_cursor to get the next page.",
+		`{"type":"object","properties":{
+"cursor":{"type":"string","description":"next_cursor from the previous page; omit for the first page."},
+"page_size":{"type":"integer","minimum":1,"maximum":200,"default":50,"description":"Tools per page (1-200)."}},
+"additionalProperties":false}`},
+	{toolInfo,
+		"Describe one backend tool. detail \"brief\" gives its parameters and a call example; \"full\" gives the exact " +
+			"input schema the backend published (and output schema and annotations when it has them).",
+		`{"type":"object","properties":{
+"tool_name":{"type":"string","minLength":1,"description":"backend.tool, or a bare tool name when only one backend has it."},
+"detail":{"type":"string","enum":["brief","full"],"default":"brief","description":"brief or full."}},
+"required":["tool_name"],"additionalProperties":false}`},
+	{toolKeys,
+		"List the environment variables the tool's backend needs (from kiln's config) and whether each is set. " +
+			"Values are never shown.",
+		`{"type":"object","properties":{
+"tool_name":{"type":"string","minLength":1,"description":"backend.tool, or a bare tool name when only one backend has it."}},
+"required":["tool_name"],"additionalProperties":false}`},
+	{toolChain,
+		"Run backend tools. code is either a JSON call {\"tool\": \"backend.tool\", \"arguments\": {...}} or TypeScript " +
+			"that calls tools as backend.tool({...}) (async; await them) and returns a value. Large outputs are shrunk: " +
+			"pass intent to keep only the parts you need.",
+		`{"type":"object","properties":{
+"code":{"type":"string","minLength":1,"description":"A JSON tool call or a TypeScript program; tools are async functions backend.tool(args)."},
+"timeout":{"type":"integer","minimum":1,"description":"Time limit for the whole run in milliseconds (default 30000)."},
+"max_output_size":{"type":"integer","minimum":100,"description":"Maximum characters of output returned (default 200000)."},
+"intent":{"type":"string","description":"What you are looking for in a large output; only matching paragraphs are kept."}},
+"required":["code"],"additionalProperties":false}`},
+	{toolRegister,
+		"Add a backend MCP server at run time (not compiled into kiln). manual_call_template has the same shape as a " +
+			"backend in kiln.yaml, plus its name.",
+		`{"type":"object","properties":{
+"manual_call_template":{"type":"object","description":"{name, transport: http|sse|stdio, url, headers, command, args, env, timeout}."}},
+"required":["manual_call_template"],"additionalProperties":false}`},
+	{toolDeregister,
+		"Remove a backend added with register_manual.",
+		`{"type":"object","properties":{
+"manual_name":{"type":"string","minLength":1,"description":"The name given to register_manual."}},
+"required":["manual_name"],"additionalProperties":false}`},
+}

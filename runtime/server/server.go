@@ -1,0 +1,147 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kilnmcp/kiln/runtime/chain"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/schema"
+	"github.com/kilnmcp/kiln/runtime/search"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// Searcher ranks tools for a task description; *search.Index is one.
+type Searcher interface {
+	Search(query string, opts search.Options) []search.Hit
+}
+
+// StatusSource reports backend connection states.
+type StatusSource interface {
+	Status() []dispatch.Status
+}
+
+// Options wire the server to the rest of the gateway.
+type Options struct {
+	Name, Version string
+	Config        *config.Config
+	Registry      *registry.Registry
+	Status        StatusSource
+	Chain         *chain.Engine
+	Search        Searcher
+	// Ident maps a backend or tool name to its sandbox identifier, for
+	// call examples.
+	Ident  func(string) string
+	Logger *slog.Logger
+}
+
+// Server is the MCP front door.
+type Server struct {
+	opts  Options
+	log   *slog.Logger
+	mcp   *server.MCPServer
+	valid *schema.Validator
+}
+
+const instructions = `kiln gives you many backend MCP servers' tools through a few meta-tools.
+1. search_tools with a plain-words task to find tools (names look like backend.tool).
+2. tool_info for a tool's parameters (detail "full" for the exact schema).
+3. call_tool_chain to run it: {"tool": "backend.tool", "arguments": {...}}, or TypeScript such as
+   const r = await backend.tool({...}); return r;  (many calls, loops and conditions in one run).`
+
+// New builds the server and registers the meta-tools.
+func New(opts Options) *Server {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Name == "" {
+		opts.Name = "kiln"
+	}
+	s := &Server{opts: opts, log: log, valid: schema.New()}
+	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
+		server.WithToolCapabilities(false),
+		server.WithInstructions(instructions),
+	)
+	handlers := map[string]func(context.Context, json.RawMessage) *toolcall.Result{
+		toolSearch:     s.searchTools,
+		toolList:       s.listToolsMeta,
+		toolInfo:       s.toolInfo,
+		toolKeys:       s.requiredKeys,
+		toolChain:      s.callToolChain,
+		toolRegister:   s.registerManual,
+		toolDeregister: s.deregisterManual,
+	}
+	for _, mt := range metaTools {
+		if err := s.valid.Compile(mt.name, json.RawMessage(mt.schema)); err != nil {
+			panic(fmt.Sprintf("meta-tool %s: invalid built-in schema: %v", mt.name, err)) // programmer error at init
+		}
+		s.mcp.AddTool(mcp.NewToolWithRawSchema(mt.name, mt.description, json.RawMessage(mt.schema)), s.handle(mt, handlers[mt.name]))
+	}
+	return s
+}
+
+// handle validates the meta-tool's arguments with kiln's own validator
+// (the SDK's renders errors no model can use), recovers panics into an
+// internal-error result, and converts kiln's result type.
+func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *toolcall.Result) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("meta-tool panicked", "tool", mt.name, "panic", p, "stack", string(debug.Stack()))
+				res = mcp.NewToolResultError(fmt.Sprintf("%s failed with an internal error; the gateway logged it. Try again or use a different tool.", mt.name))
+				err = nil
+			}
+		}()
+		args := req.Params.RawArguments
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage(`{}`)
+		}
+		if verr := s.valid.Validate(mt.name, json.RawMessage(mt.schema), args); verr != nil {
+			return toMCP(toolcall.Errorf("%s: %v", mt.name, verr))
+		}
+		return toMCP(h(ctx, args))
+	}
+}
+
+// toMCP converts a kiln result to the SDK's type through its own parser,
+// which keeps every content kind and structuredContent.
+func toMCP(r *toolcall.Result) (*mcp.CallToolResult, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	msg := json.RawMessage(raw)
+	return mcp.ParseCallToolResult(&msg)
+}
+
+// ServeStdio serves one client over in/out until ctx ends or in closes.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	std := server.NewStdioServer(s.mcp)
+	// The SDK's default of 5 workers lets five slow call_tool_chain runs
+	// block every other request, discovery included.
+	server.WithWorkerPoolSize(32)(std)
+	std.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
+	return std.Listen(ctx, in, out)
+}
+
+// Handler serves streamable HTTP at /mcp and legacy SSE at /sse and
+// /message.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp")))
+	sse := server.NewSSEServer(s.mcp, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"))
+	mux.Handle("/sse", sse.SSEHandler())
+	mux.Handle("/message", sse.MessageHandler())
+	return mux
+}
