@@ -13,6 +13,11 @@ SEMANTIC  ?=
 TAGS      := $(if $(SEMANTIC),-tags semantic,)
 FUZZTIME  ?= 10s
 STATICCHECK_VERSION := v0.8.2
+# v2.10.2 is the newest GoReleaser whose dependencies the module proxy serves
+# and that builds with Go 1.26 (v2.11+ need go.digitalxero.dev/go-msix, which
+# the proxy refuses; v2.18 needs Go 1.27).
+GORELEASER_VERSION  := v2.10.2
+TOOLS := $(CURDIR)/.cache/bin
 CONFIG    ?= kiln.yaml
 
 .PHONY: build peers generate record emit diff test unit race e2e lint fmt vet staticcheck tidy \
@@ -42,7 +47,7 @@ diff: peers
 	$(GO) run ./cmd/kiln-gen diff --config $(CONFIG) --manifests manifests
 
 ## test: everything CI checks (the README's test command)
-test: lint emit-check race e2e fuzz-short
+test: lint emit-check race e2e fuzz-short release-check
 
 unit:
 	$(GO) test ./...
@@ -56,16 +61,23 @@ e2e: peers build
 lint: fmt vet staticcheck tidy
 
 fmt:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tests/node_modules/*')); \
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './tests/node_modules/*' -not -path './.cache/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./tests/...
 
-staticcheck:
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -checks 'all,-ST1000,-ST1003' \
-	  $$($(GO) list ./... | grep -v '/generated')
+$(TOOLS)/staticcheck-$(STATICCHECK_VERSION):
+	GOBIN=$(TOOLS) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(TOOLS)/staticcheck $@
+
+$(TOOLS)/goreleaser-$(GORELEASER_VERSION):
+	GOBIN=$(TOOLS) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+	mv $(TOOLS)/goreleaser $@
+
+staticcheck: $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
+	$< -checks 'all,-ST1000,-ST1003' $$($(GO) list ./... | grep -v '/generated')
 
 tidy:
 	$(GO) mod tidy -diff
@@ -99,8 +111,8 @@ demo: peers build
 llama:
 	./runtime/search/semantic/llama/build.sh
 
-release-check:
-	$(GO) run github.com/goreleaser/goreleaser/v2@v2.17.0 check
+release-check: $(TOOLS)/goreleaser-$(GORELEASER_VERSION)
+	$< check
 
 ci: test
 

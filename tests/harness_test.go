@@ -148,4 +148,3 @@ func callReady(t *testing.T, s session, name string, args map[string]any) result
 		time.Sleep(200 * time.Millisecond)
 	}
 }
-

@@ -51,6 +51,10 @@ type Options struct {
 // Run reads every manifest in manifestsDir and writes the generated tree to
 // outDir, removing generated files of backends that are gone.
 func Run(manifestsDir, outDir string) error {
+	// A mistyped folder must not emit an empty gateway over a good one.
+	if fi, err := os.Stat(manifestsDir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("emit: manifests folder %q does not exist; run `kiln-gen record` first or pass --manifests", manifestsDir)
+	}
 	ms, err := manifest.ReadDir(manifestsDir)
 	if err != nil {
 		return fmt.Errorf("emit: read manifests: %w", err)

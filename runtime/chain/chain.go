@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
@@ -43,7 +44,13 @@ type Options struct {
 	// DefaultTimeout applies when a request names none (default 30s);
 	// MaxTimeout caps what a request may ask for.
 	DefaultTimeout, MaxTimeout time.Duration
-	Logger                     *slog.Logger
+	// Output shapes every result before it reaches the model; a request's
+	// intent and max_output_size override its fields.
+	Output pipeline.Options
+	// Counter, when set, accumulates the pipeline's byte counts for
+	// kiln://stats.
+	Counter *pipeline.Counter
+	Logger  *slog.Logger
 }
 
 // Engine runs call_tool_chain requests. It is safe for concurrent use.
@@ -60,6 +67,9 @@ func New(opts Options) *Engine {
 	if opts.MaxTimeout < opts.DefaultTimeout {
 		opts.MaxTimeout = max(opts.DefaultTimeout, 5*time.Minute)
 	}
+	if opts.Output == (pipeline.Options{}) {
+		opts.Output = pipeline.DefaultOptions()
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -71,6 +81,23 @@ func New(opts Options) *Engine {
 // isError results that say what to do next, never as Go errors, because
 // the caller is a model reading text.
 func (e *Engine) Run(ctx context.Context, req Request) *toolcall.Result {
+	res, tier := e.run(ctx, req)
+	out := e.opts.Output
+	out.Intent = req.Intent
+	if req.MaxOutputSize > 0 {
+		out.MaxOutputSize = req.MaxOutputSize
+	}
+	res, st := pipeline.Result(res, out)
+	if e.opts.Counter != nil {
+		e.opts.Counter.Add(st)
+	}
+	if tier != 0 {
+		res = tag(res, tier)
+	}
+	return res
+}
+
+func (e *Engine) run(ctx context.Context, req Request) (*toolcall.Result, Tier) {
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = e.opts.DefaultTimeout
@@ -81,11 +108,11 @@ func (e *Engine) Run(ctx context.Context, req Request) *toolcall.Result {
 
 	if call, ok, err := parseDirect(req.Code); ok {
 		if err != nil {
-			return tag(toolcall.Errorf("call_tool_chain: %v", err), TierDirect)
+			return toolcall.Errorf("call_tool_chain: %v", err), TierDirect
 		}
-		return tag(e.callDirect(ctx, call), TierDirect)
+		return e.callDirect(ctx, call), TierDirect
 	}
-	return toolcall.Errorf("call_tool_chain: this build runs JSON calls only: send {\"tool\": \"backend.tool\", \"arguments\": {…}}")
+	return toolcall.Errorf("call_tool_chain: this build runs JSON calls only: send {\"tool\": \"backend.tool\", \"arguments\": {…}}"), 0
 }
 
 func (e *Engine) callDirect(ctx context.Context, call directCall) *toolcall.Result {

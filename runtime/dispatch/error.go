@@ -11,14 +11,14 @@ type Code string
 
 // Codes returned in *Error.
 const (
-	CodeNotFound     Code = "not_found"
-	CodeInvalidArgs  Code = "invalid_arguments"
-	CodeStarting     Code = "backend_starting"
-	CodeUnavailable  Code = "backend_unavailable"
+	CodeNotFound      Code = "not_found"
+	CodeInvalidArgs   Code = "invalid_arguments"
+	CodeStarting      Code = "backend_starting"
+	CodeUnavailable   Code = "backend_unavailable"
 	CodeNotConfigured Code = "backend_not_configured"
-	CodeTimeout      Code = "timeout"
-	CodeCanceled     Code = "canceled"
-	CodeBackend      Code = "backend_error"
+	CodeTimeout       Code = "timeout"
+	CodeCanceled      Code = "canceled"
+	CodeBackend       Code = "backend_error"
 )
 
 // Error is a failure to get a result from a backend, written for the model

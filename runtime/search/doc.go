@@ -1,16 +1,29 @@
 // Package search finds tools for a natural-language task without a model.
 //
 // It ranks in three tiers, each tried only when the one before returned
-// nothing: BM25F over a tool's name, backend, title, description and
-// parameters; trigram similarity of the query against tool names (partial or
-// run-together words, "websrch" → web_search); then Levenshtein correction of
-// unknown query words against the vocabulary ("serch" → search). A caller's
-// usage boost multiplies scores within a tier.
+// nothing:
 //
-// Lifecycle: kiln-gen emit calls Build and MarshalBinary and embeds the bytes;
-// the gateway calls Load at start-up (decoding only: postings, statistics and
-// per-posting weights are stored precomputed), then Search from any
-// goroutine. Tools added or removed at run time go through With, which
-// returns a new Index layering a small overlay on the frozen base; the base
-// is never rebuilt and an ID is never listed twice.
+//  1. BM25 (k1 1.2, b 0.75) over a tool's fields with their own weights: the
+//     name split on _ - . and camelCase (2), title (0.5), backend (1),
+//     description (1), parameter names and descriptions (0.25 each), plus
+//     adjacent word pairs (0.3), the tool's backend scored as one document
+//     (0.3) and a bonus for queries that spell out a whole tool name.
+//  2. Trigram similarity of each query word to tool names, for partial or
+//     run-together words ("websrch" → web_search).
+//  3. Levenshtein correction of unknown query words against the index's
+//     vocabulary ("serch" → search), then BM25.
+//
+// Text is lower-cased, Lucene's 33 English stop words are dropped,
+// inflections are folded (Porter's steps 1 and 5) and CJK text becomes
+// overlapping character pairs. gen/eval measures every one of these choices
+// on LiveMCPBench and ToolBench; DefaultConfig documents the result. A
+// caller's usage boost (Options.Boost, see Usage) multiplies scores within
+// a tier.
+//
+// Lifecycle: kiln-gen emit calls Build and MarshalBinary and embeds the
+// bytes; the gateway calls LoadString (or Load) at start-up, which decodes
+// postings with their precomputed weights and rebuilds nothing, then Search
+// from any goroutine. Tools registered or removed at run time go through
+// With, which returns a new Index layering a small overlay on the frozen
+// base; the base is never rebuilt and an ID is never listed twice.
 package search

@@ -7,16 +7,20 @@ import (
 	"hash/crc32"
 	"math"
 	"strings"
+	"unsafe"
 )
+
+// FormatVersion is the frozen format this build reads and writes. Bump it
+// with any change to the layout or to what a stored weight means.
+const FormatVersion = 1
 
 // The frozen form: magic, format version, CRC-32C of the payload, payload.
 // The payload holds the configuration, the corpus statistics and the base
 // segment with its postings and precomputed BM25 weights, so Load only
 // decodes; nothing is tokenized or scored again.
 const (
-	magic         = "KILNSRCH"
-	FormatVersion = 1 // FormatVersion is the frozen format this build reads and writes.
-	headerLen     = len(magic) + 8
+	magic     = "KILNSRCH"
+	headerLen = len(magic) + 8
 )
 
 // Sentinels returned (wrapped) by Load.
@@ -50,22 +54,41 @@ func (ix *Index) MarshalBinary() ([]byte, error) {
 // Load decodes a frozen index. It checks the magic, the version and a
 // checksum first, then every offset and count, so a stale or damaged file
 // fails with ErrFormat, ErrVersion or ErrCorrupt instead of misbehaving.
-func Load(data []byte) (*Index, error) {
-	if len(data) < headerLen || string(data[:len(magic)]) != magic {
+// data is copied once; every string of the index shares that copy.
+func Load(data []byte) (*Index, error) { return LoadString(string(data)) }
+
+// LoadString is Load without the copy: the index keeps substrings of data.
+// Generated code embeds the frozen index as a string (//go:embed), so the
+// bytes stay in the binary's read-only data and start-up allocates only the
+// decoded arrays.
+func LoadString(data string) (*Index, error) {
+	if len(data) < headerLen || data[:len(magic)] != magic {
 		return nil, fmt.Errorf("%w: bad magic; rebuild it with kiln-gen emit", ErrFormat)
 	}
-	if v := binary.LittleEndian.Uint32(data[len(magic):]); v != FormatVersion {
+	if v := le32(data[len(magic):]); v != FormatVersion {
 		return nil, fmt.Errorf("%w: got %d, this build reads %d; regenerate with kiln-gen emit", ErrVersion, v, FormatVersion)
 	}
-	if crcOf(data[headerLen:]) != binary.LittleEndian.Uint32(data[len(magic)+4:]) {
+	if crcOfString(data[headerLen:]) != le32(data[len(magic)+4:]) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
 	return decodePayload(data[headerLen:])
 }
 
-func decodePayload(p []byte) (*Index, error) {
-	// One copy of the payload backs every string of the index.
-	r := &reader{s: string(p)}
+func le32(s string) uint32 {
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+// crcOfString checksums s in place: crc32 takes only []byte, and copying
+// the index to check it would double start-up work. The view is read-only.
+func crcOfString(s string) uint32 {
+	if s == "" {
+		return crcOf(nil)
+	}
+	return crcOf(unsafe.Slice(unsafe.StringData(s), len(s)))
+}
+
+func decodePayload(p string) (*Index, error) {
+	r := &reader{s: p}
 	var cfg Config
 	r.config(&cfg)
 	var st stats
@@ -148,20 +171,27 @@ func (w *writer) segment(s *segment) {
 	w.trigrams(&s.tri)
 }
 
+// table layout: term count, term blob, each term's length and posting
+// count, then all doc deltas, then all weights as little-endian float32, so
+// Load fills each array in one tight loop with its exact size known.
 func (w *writer) table(t *table) {
 	n := t.numTerms()
 	w.uv(uint64(n))
 	w.str(t.terms)
 	for i := range n {
 		w.uv(uint64(t.termOff[i+1] - t.termOff[i]))
-		lo, hi := t.postOff[i], t.postOff[i+1]
-		w.uv(uint64(hi - lo))
+		w.uv(uint64(t.postOff[i+1] - t.postOff[i]))
+	}
+	w.uv(uint64(len(t.postDoc)))
+	for i := range n {
 		prev := uint32(0)
-		for p := lo; p < hi; p++ {
-			w.uv(uint64(t.postDoc[p] - prev))
-			prev = t.postDoc[p]
-			w.buf = binary.LittleEndian.AppendUint32(w.buf, math.Float32bits(t.postW[p]))
+		for _, d := range t.postDoc[t.postOff[i]:t.postOff[i+1]] {
+			w.uv(uint64(d - prev))
+			prev = d
 		}
+	}
+	for _, x := range t.postW {
+		w.buf = binary.LittleEndian.AppendUint32(w.buf, math.Float32bits(x))
 	}
 }
 
@@ -199,7 +229,17 @@ func (r *reader) fail(format string, args ...any) {
 	}
 }
 
+// uv reads a uvarint. The one-byte case is kept small enough to inline:
+// most lengths and deltas are under 128, and Load is mostly varints.
 func (r *reader) uv() uint64 {
+	if r.off < len(r.s) && r.s[r.off] < 0x80 && r.err == nil {
+		r.off++
+		return uint64(r.s[r.off-1])
+	}
+	return r.uvSlow()
+}
+
+func (r *reader) uvSlow() uint64 {
 	if r.err != nil {
 		return 0
 	}
@@ -257,21 +297,9 @@ func (r *reader) f64() float64 {
 	if s == "" {
 		return 0
 	}
-	x := math.Float64frombits(binary.LittleEndian.Uint64([]byte(s)))
+	x := math.Float64frombits(uint64(le32(s)) | uint64(le32(s[4:]))<<32)
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		r.fail("non-finite number")
-	}
-	return x
-}
-
-func (r *reader) f32() float32 {
-	s := r.fixed(4)
-	if s == "" {
-		return 0
-	}
-	x := math.Float32frombits(uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24)
-	if x != x || math.IsInf(float64(x), 0) {
-		r.fail("non-finite weight")
 	}
 	return x
 }
@@ -356,41 +384,63 @@ func (r *reader) table(ndocs int) table {
 	var t table
 	n := r.count(2)
 	t.terms = r.str()
-	t.termOff = make([]uint32, 1, n+1)
-	t.postOff = make([]uint32, 1, n+1)
+	t.termOff = make([]uint32, n+1)
+	t.postOff = make([]uint32, n+1)
 	for i := range n {
-		l := r.uv()
-		end := uint64(t.termOff[i]) + l
+		end := uint64(t.termOff[i]) + r.uv()
 		if r.err != nil || end > uint64(len(t.terms)) {
 			r.fail("term %d out of range", i)
 			return table{}
 		}
-		t.termOff = append(t.termOff, uint32(end))
+		t.termOff[i+1] = uint32(end)
 		if i > 0 && t.term(i-1) >= t.term(i) {
 			r.fail("terms out of order at %d", i)
 			return table{}
 		}
-		np := r.count(5)
-		doc := uint64(0)
-		for j := range np {
-			d := r.uv()
-			if j > 0 && d == 0 {
-				r.fail("duplicate posting")
+		t.postOff[i+1] = t.postOff[i] + uint32(min(r.uv(), math.MaxUint32/2))
+	}
+	np := r.count(5)
+	if r.err != nil || int(t.termOff[n]) != len(t.terms) || int(t.postOff[n]) != np {
+		r.fail("table lengths do not add up")
+		return table{}
+	}
+	t.postDoc = make([]uint32, np)
+	// The hot loop of Load: decode with locals instead of reader calls.
+	s, off := r.s, r.off
+	for i := range n {
+		doc, lo, hi := uint64(0), t.postOff[i], t.postOff[i+1]
+		for p := lo; p < hi; p++ {
+			var d uint64
+			if off < len(s) && s[off] < 0x80 {
+				d = uint64(s[off])
+				off++
+			} else {
+				r.off = off
+				d = r.uvSlow()
+				off = r.off
+			}
+			if p > lo && d == 0 || doc+d >= uint64(ndocs) {
+				r.fail("posting %d of term %d out of order or range", p-lo, i)
+				return table{}
 			}
 			doc += d
-			if doc >= uint64(ndocs) {
-				r.fail("posting doc %d out of range", doc)
-			}
-			t.postDoc = append(t.postDoc, uint32(doc))
-			t.postW = append(t.postW, r.f32())
+			t.postDoc[p] = uint32(doc)
 		}
-		if r.err != nil {
+	}
+	r.off = off
+	raw := r.fixed(4 * np)
+	if r.err != nil {
+		return table{}
+	}
+	t.postW = make([]float32, np)
+	for p := range t.postW {
+		b := raw[4*p : 4*p+4]
+		x := math.Float32frombits(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+		if x != x || x > math.MaxFloat32 || x < -math.MaxFloat32 {
+			r.fail("non-finite weight")
 			return table{}
 		}
-		t.postOff = append(t.postOff, uint32(len(t.postDoc)))
-	}
-	if r.err == nil && int(t.termOff[n]) != len(t.terms) {
-		r.fail("term blob length mismatch")
+		t.postW[p] = x
 	}
 	return t
 }

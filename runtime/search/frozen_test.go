@@ -108,7 +108,9 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func FuzzLoad(f *testing.F) {
-	good, err := Build(corpus()).MarshalBinary()
+	// A small seed keeps minimizing each new input (which by default may
+	// take a minute per input) short.
+	good, err := Build(corpus()[8:11]).MarshalBinary()
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -120,7 +122,8 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// The checksum stops random bytes at Load's door, so also feed
 		// them to the payload decoder it guards.
-		for _, decode := range []func([]byte) (*Index, error){Load, decodePayload} {
+		payload := func(b []byte) (*Index, error) { return decodePayload(string(b)) }
+		for _, decode := range []func([]byte) (*Index, error){Load, payload} {
 			ix, err := decode(data)
 			if err != nil {
 				if ix != nil {

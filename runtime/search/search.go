@@ -2,7 +2,7 @@ package search
 
 import (
 	"math"
-	"sync"
+	"runtime"
 )
 
 // Tier says which retriever produced a hit.
@@ -45,7 +45,7 @@ type Options struct {
 }
 
 // MaxQueryBytes bounds the part of a query Search reads, and so the
-// working memory a pooled query buffer keeps; LiveMCPBench's longest task
+// working memory an idle query buffer keeps; LiveMCPBench's longest task
 // (a pasted document) is 18 KiB.
 const MaxQueryBytes = 64 << 10
 
@@ -71,11 +71,15 @@ type Index struct {
 	liveBacks  int            // backends listed
 	liveOrder  []uint32       // global numbers of live docs by ID; nil means base only
 
-	pool sync.Pool // *scratch
+	// free holds idle per-query scratch. A bounded free list rather than a
+	// sync.Pool: the pool drops its contents at every GC, and with 50,000
+	// tools a scratch is half a megabyte to allocate again.
+	free chan *scratch
 }
 
 func newIndex(cfg Config, st stats, base, over *segment, hiddenBackends []string) *Index {
-	ix := &Index{cfg: cfg, st: st, base: base, over: over, segs: []*segment{base}}
+	ix := &Index{cfg: cfg, st: st, base: base, over: over, segs: []*segment{base},
+		free: make(chan *scratch, runtime.GOMAXPROCS(0))}
 	if over != nil {
 		ix.segs = append(ix.segs, over)
 	}
@@ -132,8 +136,8 @@ func (ix *Index) isHidden(g uint32) bool {
 	return ix.hidden != nil && int(g) < len(ix.hidden) && ix.hidden[g]
 }
 
-// scratch is the per-query working memory, pooled per Index so that a
-// query allocates only its result slice.
+// scratch is the per-query working memory, kept per Index so that a query
+// allocates only its result slice.
 type scratch struct {
 	tok      tokenizer
 	tbuf     []byte
@@ -153,9 +157,18 @@ type scratch struct {
 	lev      [3][]int
 }
 
+func (ix *Index) putScratch(sc *scratch) {
+	select {
+	case ix.free <- sc:
+	default: // more concurrent queries than CPUs: let this one go
+	}
+}
+
 func (ix *Index) getScratch() *scratch {
-	if sc, ok := ix.pool.Get().(*scratch); ok {
+	select {
+	case sc := <-ix.free:
 		return sc
+	default:
 	}
 	return &scratch{
 		tok:      tokenizer{cfg: &ix.cfg},
@@ -204,7 +217,7 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 		query = query[:MaxQueryBytes]
 	}
 	sc := ix.getScratch()
-	defer ix.pool.Put(sc)
+	defer ix.putScratch(sc)
 	ix.queryTerms(sc, query)
 	ix.bm25(sc)
 	if len(sc.touched) > 0 {
@@ -366,9 +379,13 @@ func (ix *Index) backendOf(g uint32) uint32 {
 	return ix.base.docBackend[g]
 }
 
-// top applies the boost, selects the best limit docs and resets sc.
+// top applies the boost, selects the best limit docs and resets sc. No hit
+// is a nil slice.
 func (ix *Index) top(sc *scratch, tier Tier, limit int, boost func(string) float64) []Hit {
 	h := ix.selectTop(sc, limit, boost)
+	if len(h) == 0 {
+		return nil
+	}
 	out := make([]Hit, len(h))
 	for i, c := range h {
 		out[i] = Hit{ID: ix.id(c.doc), Score: c.score, Tier: tier}

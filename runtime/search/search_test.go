@@ -70,9 +70,9 @@ func TestSearchTiers(t *testing.T) {
 		{"search the web", TierBM25, "web.web_search"},
 		{"weather forecast for my city", TierBM25, "weather.get-forecast"},
 		{"list directory entries", TierBM25, "files.listDirectory"},
-		{"websrch", TierTrigram, "web.web_search"},       // run-together words
-		{"getforcast", TierTrigram, "weather.get-forecast"}, // partial match
-		{"serch", TierFuzzy, "web.web_search"},            // one edit from "search"
+		{"websrch", TierTrigram, "web.web_search"},                 // run-together words
+		{"getforcast", TierTrigram, "weather.get-forecast"},        // partial match
+		{"serch", TierFuzzy, "web.web_search"},                     // one edit from "search"
 		{"repositries", TierTrigram, "github.search_repositories"}, // 7 of 9 trigrams
 		{"alrts", TierFuzzy, "weather.get-alerts"},
 		{"craete", TierFuzzy, "github.create_issue"}, // transposition
@@ -272,5 +272,50 @@ func TestNewDoc(t *testing.T) {
 		if diff := cmp.Diff(tc.want, d.Params); diff != "" {
 			t.Errorf("schema %s (-want +got):\n%s", tc.schema, diff)
 		}
+	}
+}
+
+func TestEmptyIndex(t *testing.T) {
+	ix := Build(nil)
+	data, err := ix.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ix := range []*Index{ix, loaded} {
+		if hits := ix.Search("anything at all", Options{}); hits != nil || ix.Len() != 0 {
+			t.Errorf("empty index: %v, Len %d", hits, ix.Len())
+		}
+		grown := ix.With([]Doc{NewDoc("a", "tool", "", "does things", nil)})
+		expectSearch(t, grown, "things", "a.tool")
+		expectSearch(t, grown, "thngs", "a.tool")
+	}
+}
+
+// Run with -race: searches share the index and its scratch free list.
+func TestConcurrentSearch(t *testing.T) {
+	ix := Build(corpus()).With([]Doc{NewDoc("deepl", "translate", "", "Translate text.", nil)})
+	want := map[string][]Hit{}
+	for _, q := range roundTripQueries {
+		want[q] = ix.Search(q, Options{})
+	}
+	done := make(chan struct{})
+	for g := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 50 {
+				q := roundTripQueries[(g+i)%len(roundTripQueries)]
+				if diff := cmp.Diff(want[q], ix.Search(q, Options{})); diff != "" {
+					t.Errorf("concurrent Search(%q) (-want +got):\n%s", q, diff)
+					return
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 )
 
 // usageVersion is the format of the usage state file.
@@ -22,9 +24,12 @@ const usageVersion = 1
 // calls or at shutdown; the file is replaced atomically, so a crash keeps
 // the previous counts).
 type Usage struct {
-	path   string
-	mu     sync.RWMutex
-	counts map[string]uint64
+	path string
+	// counts is replaced, never modified, so Boost (called for every
+	// matching tool of every search) reads it without a lock; Record copies
+	// it, which costs microseconds next to the tool call it counts.
+	counts atomic.Pointer[map[string]uint64]
+	mu     sync.Mutex // serialises Record and Save
 	dirty  bool
 }
 
@@ -36,7 +41,8 @@ type usageFile struct {
 // OpenUsage loads the counts stored at path; a missing file starts empty.
 // An empty path keeps counts in memory only.
 func OpenUsage(path string) (*Usage, error) {
-	u := &Usage{path: path, counts: map[string]uint64{}}
+	u := &Usage{path: path}
+	u.counts.Store(&map[string]uint64{})
 	if path == "" {
 		return u, nil
 	}
@@ -55,7 +61,7 @@ func OpenUsage(path string) (*Usage, error) {
 		return nil, fmt.Errorf("usage: %s: version %d, want %d; delete the file to start counting again", path, f.Version, usageVersion)
 	}
 	if f.Counts != nil {
-		u.counts = f.Counts
+		u.counts.Store(&f.Counts)
 	}
 	return u, nil
 }
@@ -63,17 +69,15 @@ func OpenUsage(path string) (*Usage, error) {
 // Record counts one use of the tool id ("backend.tool").
 func (u *Usage) Record(id string) {
 	u.mu.Lock()
-	u.counts[id]++
+	defer u.mu.Unlock()
+	next := maps.Clone(*u.counts.Load())
+	next[id]++
+	u.counts.Store(&next)
 	u.dirty = true
-	u.mu.Unlock()
 }
 
 // Count returns how often id was recorded.
-func (u *Usage) Count(id string) uint64 {
-	u.mu.RLock()
-	defer u.mu.RUnlock()
-	return u.counts[id]
-}
+func (u *Usage) Count(id string) uint64 { return (*u.counts.Load())[id] }
 
 // Boost returns 1 + 0.3·ln(1+uses): the logarithm keeps one heavily used
 // tool from burying better matches.
@@ -92,7 +96,7 @@ func (u *Usage) Save() error {
 	if !u.dirty {
 		return nil
 	}
-	raw, err := json.Marshal(usageFile{Version: usageVersion, Counts: u.counts})
+	raw, err := json.Marshal(usageFile{Version: usageVersion, Counts: *u.counts.Load()})
 	if err != nil {
 		return fmt.Errorf("usage: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/server"
@@ -84,6 +85,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Caller:         disp,
 			Registry:       reg,
 			DefaultTimeout: cfg.Gateway.CallTimeout,
+			Output:         outputOptions(cfg),
 			Logger:         log,
 		}),
 	})
@@ -149,4 +151,10 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 		l = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+func outputOptions(cfg *config.Config) pipeline.Options {
+	o := pipeline.DefaultOptions()
+	o.MaxOutputSize = cfg.Gateway.MaxOutputSize
+	return o
 }

@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// The test binary doubles as a real MCP stdio server (mcp-go) when
+// KILN_TEST_SERVER is set; KILN_TEST_EXTRA=1 adds a tool, to make drift.
+func init() {
+	switch os.Getenv("KILN_TEST_SERVER") {
+	case "":
+		return
+	case "crash":
+		fmt.Fprintln(os.Stderr, "fatal: cannot open database")
+		os.Exit(3)
+	}
+	s := server.NewMCPServer("cli-test", "0.1.0", server.WithToolCapabilities(false))
+	handler := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
+	s.AddTool(mcp.NewTool("lookup", mcp.WithDescription("Looks a word up."), mcp.WithString("word", mcp.Required())), handler)
+	if os.Getenv("KILN_TEST_EXTRA") == "1" {
+		s.AddTool(mcp.NewTool("define", mcp.WithDescription("Defines a word."), mcp.WithString("word", mcp.Required())), handler)
+	}
+	if err := server.ServeStdio(s); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func writeConfig(t *testing.T, dir string, backends map[string]string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("version: 1\ngateway:\n  connect_timeout: 20s\nbackends:\n")
+	for name, mode := range backends {
+		fmt.Fprintf(&b, "  %s:\n    transport: stdio\n    command: %q\n    env:\n      KILN_TEST_SERVER: %s\n      KILN_TEST_EXTRA: ${KILN_TEST_EXTRA:-0}\n", name, exe, mode)
+	}
+	path := filepath.Join(dir, "kiln.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Run(t.Context(), args, nil, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestRecordEmitDiff(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, map[string]string{"words": "serve", "broken": "crash"})
+	manifests := filepath.Join(dir, "manifests")
+
+	code, out, errOut := run(t, "record", "--config", cfg, "--manifests", manifests)
+	if code != exitFail {
+		t.Fatalf("record with a crashing backend: exit %d, want %d\n%s%s", code, exitFail, out, errOut)
+	}
+	for _, want := range []string{"✓ words: connected (cli-test 0.1.0", "1 tool", "✗ broken: failed", "cannot open database"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("record progress lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "broken") {
+		t.Errorf("record error does not name the failed backend: %s", errOut)
+	}
+	first, err := os.ReadFile(filepath.Join(manifests, "words.json"))
+	if err != nil {
+		t.Fatalf("the healthy backend was not recorded: %v", err)
+	}
+
+	// Recording the same backend again yields the same bytes.
+	cfg = writeConfig(t, dir, map[string]string{"words": "serve"})
+	if code, out, errOut := run(t, "record", "--config", cfg, "--manifests", manifests); code != exitOK {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	second, _ := os.ReadFile(filepath.Join(manifests, "words.json"))
+	if !bytes.Equal(first, second) {
+		t.Errorf("recording twice changed the manifest:\n%s\n%s", first, second)
+	}
+
+	if code, out, errOut := run(t, "emit", "--manifests", manifests, "--out", filepath.Join(dir, "generated")); code != exitOK {
+		t.Fatalf("emit: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "generated", "words", "words.gen.go")); err != nil {
+		t.Errorf("emit did not write the backend's package: %v", err)
+	}
+
+	if code, out, errOut := run(t, "diff", "--config", cfg, "--manifests", manifests); code != exitOK || !strings.Contains(out, "no drift") {
+		t.Errorf("diff without drift: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Setenv("KILN_TEST_EXTRA", "1")
+	code, out, errOut = run(t, "diff", "--config", cfg, "--manifests", manifests)
+	if code != exitFail || !strings.Contains(out, "define") || !strings.Contains(out, "make generate") {
+		t.Errorf("diff with a new tool: exit %d, want %d\n%s%s", code, exitFail, out, errOut)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, exitUsage, "usage: kiln-gen"},
+		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{[]string{"record", "--config", "/nonexistent/kiln.yaml"}, exitUsage, "/nonexistent/kiln.yaml"},
+		{[]string{"eval", "--tools", "x"}, exitUsage, "--queries"},
+		{[]string{"emit", "--manifests", "/nonexistent"}, exitFail, "does not exist"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			args := tc.args
+			if len(args) > 0 && args[0] == "emit" {
+				args = append(args, "--out", t.TempDir())
+			}
+			code, out, errOut := run(t, args...)
+			if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+				t.Errorf("exit %d (want %d), output:\n%s%s", code, tc.code, out, errOut)
+			}
+		})
+	}
+	if code, out, _ := run(t, "--version"); code != exitOK || !strings.HasPrefix(out, "kiln-gen ") {
+		t.Errorf("--version: %d %q", code, out)
+	}
+}

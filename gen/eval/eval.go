@@ -1,0 +1,165 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/search"
+)
+
+// Options selects what Run measures.
+type Options struct {
+	// Config ranks with this configuration instead of the shipped one
+	// (search.DefaultConfig, what kiln-gen emit builds).
+	Config *search.Config
+	// Ablation also measures each step of the ablation ladder, from the
+	// README's plain-BM25 baseline to the shipped configuration.
+	Ablation bool
+	// Frozen evaluates the index after a MarshalBinary/Load round trip, as
+	// the gateway serves it.
+	Frozen bool
+	// Steps adds a row, when the queries carry steps, where each query's
+	// annotated sub-steps are searched too and fused with the task
+	// (search.SearchMany): what an agent that searches once per step gets.
+	// Steps are queries, never labels.
+	Steps bool
+}
+
+// Row is one configuration's averaged metrics.
+type Row struct {
+	Name string `json:"name"`
+	Scores
+	// Tiers counts the queries each tier answered ("none": no hit).
+	Tiers map[string]int `json:"tiers"`
+}
+
+// Report is the result of one Run.
+type Report struct {
+	Dataset string `json:"dataset"`
+	Tools   int    `json:"tools"`
+	Queries int    `json:"queries"`
+	Rows    []Row  `json:"rows"`
+}
+
+// Run evaluates search over the bench files. Rows are the ablation ladder
+// (with Options.Ablation), then the configuration in Options.Config or the
+// shipped one, then that configuration with steps fused (Options.Steps).
+func Run(ctx context.Context, toolsPath, queriesPath string, opts Options) (*Report, error) {
+	docs, err := LoadTools(toolsPath)
+	if err != nil {
+		return nil, fmt.Errorf("eval: load tools: %w", err)
+	}
+	qs, err := LoadQueries(queriesPath)
+	if err != nil {
+		return nil, fmt.Errorf("eval: load queries: %w", err)
+	}
+	rep := &Report{Dataset: filepath.Base(filepath.Dir(toolsPath)), Tools: len(docs), Queries: len(qs)}
+	var steps []Step
+	if opts.Ablation {
+		steps = Ladder()
+	}
+	final := Step{Name: "shipped (search.Build)", Config: search.DefaultConfig()}
+	if opts.Config != nil {
+		final = Step{Name: "custom", Config: *opts.Config}
+	}
+	steps = append(steps, final)
+	var ix *search.Index
+	for _, st := range steps {
+		ix = search.BuildWith(docs, st.Config)
+		if opts.Frozen {
+			if ix, err = roundTrip(ix); err != nil {
+				return nil, fmt.Errorf("eval: %s: %w", st.Name, err)
+			}
+		}
+		row, err := Evaluate(ctx, ix, qs)
+		if err != nil {
+			return nil, err
+		}
+		row.Name = st.Name
+		rep.Rows = append(rep.Rows, row)
+	}
+	if opts.Steps && slices.ContainsFunc(qs, func(q Query) bool { return len(q.Steps) > 0 }) {
+		row, err := evaluate(ctx, qs, func(q *Query) []search.Hit {
+			return ix.SearchMany(append([]string{q.Query}, q.Steps...), search.Options{Limit: 10})
+		})
+		if err != nil {
+			return nil, err
+		}
+		row.Name = final.Name + ", task + steps fused"
+		rep.Rows = append(rep.Rows, row)
+	}
+	return rep, nil
+}
+
+func roundTrip(ix *search.Index) (*search.Index, error) {
+	b, err := ix.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	return search.Load(b)
+}
+
+// Evaluate runs every query against ix and averages the metrics.
+func Evaluate(ctx context.Context, ix *search.Index, qs []Query) (Row, error) {
+	return evaluate(ctx, qs, func(q *Query) []search.Hit {
+		return ix.Search(q.Query, search.Options{Limit: 10})
+	})
+}
+
+func evaluate(ctx context.Context, qs []Query, run func(*Query) []search.Hit) (Row, error) {
+	row := Row{Tiers: map[string]int{}}
+	ranked := make([]string, 0, 10)
+	for i := range qs {
+		if err := ctx.Err(); err != nil {
+			return row, fmt.Errorf("eval: %w", err)
+		}
+		hits := run(&qs[i])
+		ranked = ranked[:0]
+		tier := search.TierNone
+		for _, h := range hits {
+			ranked = append(ranked, h.ID)
+			tier = h.Tier
+		}
+		row.Tiers[tier.String()]++
+		s := score(ranked, qs[i].labels())
+		row.Recall5 += s.Recall5
+		row.NDCG5 += s.NDCG5
+		row.MRR10 += s.MRR10
+	}
+	if n := float64(len(qs)); n > 0 {
+		row.Recall5 /= n
+		row.NDCG5 /= n
+		row.MRR10 /= n
+	}
+	return row, nil
+}
+
+// Table renders the report as a Markdown table.
+func (r *Report) Table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d tools, %d queries\n\n", r.Dataset, r.Tools, r.Queries)
+	b.WriteString("| configuration | R@5 | nDCG@5 | MRR@10 | tiers |\n|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %s |\n", row.Name, row.Recall5, row.NDCG5, row.MRR10, tiers(row.Tiers))
+	}
+	return b.String()
+}
+
+func tiers(m map[string]int) string {
+	var parts []string
+	for t := search.TierNone; t <= search.TierSemantic; t++ {
+		if n := m[t.String()]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", t, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// JSON renders the report as indented JSON.
+func (r *Report) JSON() ([]byte, error) {
+	return json.MarshalIndent(r, "", "  ")
+}

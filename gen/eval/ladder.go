@@ -1,0 +1,75 @@
+package eval
+
+import "github.com/kilnmcp/kiln/runtime/search"
+
+// Step is one configuration of the ablation ladder.
+type Step struct {
+	Name   string
+	Config search.Config
+}
+
+// Baseline is the README's plain Okapi BM25 (k1 1.2, b 0.75): one bag of
+// words per tool, camelCase split, Lucene stop words, no stemming, CJK
+// unigrams. withServer indexes "server + name x2 + description" instead of
+// "name + description".
+func Baseline(withServer bool) search.Config {
+	c := search.Config{K1: 1.2, B: 0.75, CJK: search.CJKUnigram, SplitDigitUpper: true}
+	c.Weights[search.FieldName] = 1
+	c.Weights[search.FieldDescription] = 1
+	if withServer {
+		c.Weights[search.FieldName] = 2
+		c.Weights[search.FieldBackend] = 1
+	}
+	for f := range c.FieldB {
+		c.FieldB[f] = c.B
+	}
+	return c
+}
+
+// Ladder returns the ablation steps: the two README baselines, then one
+// ranking choice added at a time up to the shipped configuration, then the
+// shipped configuration with one choice removed or swapped for its
+// alternative.
+func Ladder() []Step {
+	c := Baseline(true)
+	steps := []Step{
+		{"baseline: name+desc", Baseline(false)},
+		{"baseline: server+name x2+desc", c},
+	}
+	add := func(name string, change func(*search.Config)) {
+		change(&c)
+		steps = append(steps, Step{name, c})
+	}
+	add("+ acronym plurals (IDs, URLs)", func(c *search.Config) { c.AcronymPlural = true })
+	add("+ light stemming (Porter steps 1, 5)", func(c *search.Config) { c.Stem = search.StemLight })
+	add("+ param names & descs (0.25)", func(c *search.Config) {
+		c.Weights[search.FieldParamName] = 0.25
+		c.Weights[search.FieldParamDesc] = 0.25
+	})
+	add("+ title (0.5)", func(c *search.Config) { c.Weights[search.FieldTitle] = 0.5 })
+	add("+ CJK bigrams", func(c *search.Config) { c.CJK = search.CJKBigram })
+	add("+ word pairs (0.3)", func(c *search.Config) { c.Bigram = 0.3 })
+	add("+ backend document (0.3)", func(c *search.Config) { c.BackendWeight = 0.3 })
+	add("+ name coverage (0.5)", func(c *search.Config) { c.NameCover = 0.5 })
+
+	alt := func(name string, change func(*search.Config)) {
+		c := search.DefaultConfig()
+		change(&c)
+		steps = append(steps, Step{name, c})
+	}
+	alt("shipped, no stemming", func(c *search.Config) { c.Stem = search.StemNone })
+	alt("shipped, plural stemmer (Harman S)", func(c *search.Config) { c.Stem = search.StemPlural })
+	alt("shipped, full Porter stemmer", func(c *search.Config) { c.Stem = search.StemPorter })
+	alt("shipped, no params", func(c *search.Config) {
+		c.Weights[search.FieldParamName] = 0
+		c.Weights[search.FieldParamDesc] = 0
+	})
+	alt("shipped, no title", func(c *search.Config) { c.Weights[search.FieldTitle] = 0 })
+	alt("shipped, CJK unigrams", func(c *search.Config) { c.CJK = search.CJKUnigram })
+	alt("shipped, CJK unigrams+bigrams", func(c *search.Config) { c.CJK = search.CJKBoth })
+	alt("shipped, no word pairs", func(c *search.Config) { c.Bigram = 0 })
+	alt("shipped, no backend document", func(c *search.Config) { c.BackendWeight = 0 })
+	alt("shipped, no name coverage", func(c *search.Config) { c.NameCover = 0 })
+	alt("shipped, per-field length norm (BM25F)", func(c *search.Config) { c.FieldNorm = true })
+	return steps
+}

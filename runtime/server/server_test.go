@@ -1,0 +1,246 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kilnmcp/kiln/runtime/chain"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/search"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// fakeCaller stands in for the dispatcher: these tests are about the
+// meta-tools; tests/ drives the same server against real backends.
+type fakeCaller struct{}
+
+func (fakeCaller) CallTool(ctx context.Context, backend, tool string, args json.RawMessage) (*toolcall.Result, error) {
+	switch tool {
+	case "slow":
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Second):
+			return toolcall.Text("too late"), nil
+		}
+	case "big":
+		var b strings.Builder
+		for i := range 400 {
+			if i == 200 {
+				b.WriteString("The deployment failed with error E42 in region west.\n\n")
+				continue
+			}
+			b.WriteString("routine log line about nothing in particular, number filler text\n\n")
+		}
+		return toolcall.Text(b.String()), nil
+	}
+	return toolcall.Text(backend + "." + tool + " got " + string(args)), nil
+}
+
+const schemaAB = `{"type":"object","properties":{"a":{"type":"number","description":"First"},"b":{"type":"number"}},"required":["a"]}`
+
+func newTestServer(t *testing.T) *client.Client {
+	t.Helper()
+	reg := registry.New()
+	tools := []manifest.Tool{
+		{Name: "get-sum", Description: "Returns the sum of two numbers. Handles floats too.", InputSchema: json.RawMessage(schemaAB)},
+		{Name: "slow", Description: "Takes five seconds.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "big", Description: "Returns a long log.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	}
+	for i := range 12 {
+		tools = append(tools, manifest.Tool{Name: "filler" + string(rune('a'+i)), Description: "Filler tool.", InputSchema: json.RawMessage(`{}`)})
+	}
+	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "everything", Tools: tools}, true); err != nil {
+		t.Fatal(err)
+	}
+	var docs []search.Doc
+	for _, tool := range reg.Tools() {
+		docs = append(docs, search.NewDoc(tool.Backend, tool.Name, tool.Title, tool.Description, tool.InputSchema))
+	}
+	cfg := &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway(), Backends: []config.Backend{{
+		Name: "everything", Transport: config.TransportStdio, Command: "node", Enabled: true,
+		Env: map[string]string{"API_KEY": "sekrit-value"},
+		Vars: []config.VarRef{
+			{Name: "API_KEY", Key: "backends.everything.env.API_KEY", Set: true},
+			{Name: "REGION", Key: "backends.everything.args[0]", Set: false},
+		},
+	}}}
+	s := New(Options{
+		Version: "test", Config: cfg, Registry: reg, Search: search.Build(docs),
+		Ident: func(s string) string { return strings.ReplaceAll(s, "-", "_") },
+		Chain: chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg}),
+	})
+	c, err := client.NewInProcessClient(s.mcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func call(t *testing.T, c *client.Client, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n"), res.IsError
+}
+
+func expectText(t *testing.T, c *client.Client, tool string, args map[string]any, wantErr bool, contains, excludes []string) string {
+	t.Helper()
+	text, isErr := call(t, c, tool, args)
+	if isErr != wantErr {
+		t.Fatalf("%s(%v): isError=%v, want %v\n%s", tool, args, isErr, wantErr, text)
+	}
+	for _, w := range contains {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s(%v) lacks %q:\n%s", tool, args, w, text)
+		}
+	}
+	for _, w := range excludes {
+		if strings.Contains(text, w) {
+			t.Errorf("%s(%v) contains %q:\n%s", tool, args, w, text)
+		}
+	}
+	return text
+}
+
+func TestListsSevenMetaTools(t *testing.T) {
+	c := newTestServer(t)
+	res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 7 {
+		t.Errorf("%d tools, want 7", len(res.Tools))
+	}
+}
+
+// Each advertised field of each meta-tool changes what the tool does.
+func TestEveryFieldChangesBehaviour(t *testing.T) {
+	c := newTestServer(t)
+	tests := []struct {
+		name               string
+		tool               string
+		args               map[string]any
+		wantErr            bool
+		contains, excludes []string
+	}{
+		{"search task_description", "search_tools", map[string]any{"task_description": "sum of numbers"}, false,
+			[]string{"everything.get-sum", `"example": "everything.get_sum({a: 1})"`}, nil},
+		{"search brief default cuts to the first sentence", "search_tools", map[string]any{"task_description": "sum"}, false,
+			[]string{"Returns the sum of two numbers."}, []string{"Handles floats", `"parameters"`}},
+		{"search brief=false gives full descriptions", "search_tools", map[string]any{"task_description": "sum", "brief": false}, false,
+			[]string{"Handles floats too.", `"parameters"`}, nil},
+		{"search limit", "search_tools", map[string]any{"task_description": "filler tool", "limit": 2}, false,
+			nil, []string{"fillerc"}},
+		{"search limit out of range", "search_tools", map[string]any{"task_description": "x", "limit": 0}, true,
+			[]string{"/limit", "minimum"}, nil},
+		{"search missing task", "search_tools", map[string]any{}, true, []string{"task_description"}, nil},
+		{"list page_size", "list_tools_meta", map[string]any{"page_size": 2}, false,
+			[]string{`"total": 15`, "next_cursor", "everything.big"}, []string{"everything.fillerb"}},
+		{"list bad cursor", "list_tools_meta", map[string]any{"cursor": "nope"}, true, []string{"invalid cursor"}, nil},
+		{"info brief", "tool_info", map[string]any{"tool_name": "get-sum"}, false,
+			[]string{`"parameters"`, `"example"`}, []string{"input_schema"}},
+		{"info full", "tool_info", map[string]any{"tool_name": "everything.get-sum", "detail": "full"}, false,
+			[]string{`"input_schema"`, "Handles floats too."}, nil},
+		{"info bad detail", "tool_info", map[string]any{"tool_name": "get-sum", "detail": "everything"}, true, []string{"/detail"}, nil},
+		{"info unknown tool", "tool_info", map[string]any{"tool_name": "everything.get-summ"}, true, []string{"did you mean everything.get-sum"}, nil},
+		{"keys", "get_required_keys_for_tool", map[string]any{"tool_name": "get-sum"}, false,
+			[]string{`"API_KEY"`, `"REGION"`, `"all_required_set": false`, "hint"}, []string{"sekrit-value"}},
+		{"chain code", "call_tool_chain", map[string]any{"code": `{"tool":"everything.get-sum","arguments":{"a":2}}`}, false,
+			[]string{`everything.get-sum got {"a":2}`}, nil},
+		{"chain timeout reaches the call", "call_tool_chain", map[string]any{"code": `{"tool":"everything.slow"}`, "timeout": 50}, true,
+			[]string{"timed out"}, []string{"too late"}},
+		{"chain max_output_size", "call_tool_chain", map[string]any{"code": `{"tool":"everything.big"}`, "max_output_size": 500}, false,
+			nil, []string{strings.Repeat("routine log line about nothing in particular, number filler text\n\n", 8)}},
+		{"chain intent", "call_tool_chain", map[string]any{"code": `{"tool":"everything.big"}`, "intent": "deployment error region"}, false,
+			[]string{"E42"}, []string{strings.Repeat("routine log line about nothing in particular, number filler text\n\n", 3)}},
+		{"chain unknown key", "call_tool_chain", map[string]any{"code": "{}", "timout": 5}, true, []string{"timout"}, nil},
+		{"register not yet", "register_manual", map[string]any{"manual_call_template": map[string]any{"name": "x"}}, true, []string{"not supported"}, nil},
+		{"deregister not yet", "deregister_manual", map[string]any{"manual_name": "x"}, true, []string{"not supported"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			expectText(t, c, tc.tool, tc.args, tc.wantErr, tc.contains, tc.excludes)
+		})
+	}
+}
+
+func TestListPagesCoverEveryToolOnce(t *testing.T) {
+	c := newTestServer(t)
+	seen := map[string]int{}
+	cursor := ""
+	for range 20 {
+		args := map[string]any{"page_size": 4}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		text, _ := call(t, c, "list_tools_meta", args)
+		var page struct {
+			Tools []struct {
+				Tool string `json:"tool"`
+			} `json:"tools"`
+			NextCursor string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal([]byte(text), &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Tools {
+			seen[e.Tool]++
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(seen) != 15 {
+		t.Errorf("saw %d distinct tools, want 15", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s listed %d times", id, n)
+		}
+	}
+}
+
+func TestFirstSentence(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"Reads a file. Then more.", 100, "Reads a file."},
+		{"Version 1.2 is used. Next.", 100, "Version 1.2 is used."},
+		{"读取文件。然后更多。", 100, "读取文件。"},
+		{"No period at all", 100, "No period at all"},
+		{"First para\n\nsecond", 100, "First para"},
+		{"héllo wörld and more", 8, "héllo w…"},
+		{"日本語のテキスト", 7, "日本…"},
+	}
+	for _, tc := range tests {
+		if got := FirstSentence(tc.in, tc.max); got != tc.want {
+			t.Errorf("FirstSentence(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
+		}
+	}
+}

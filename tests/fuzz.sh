@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in the module for the given time each (default 10s).
+# Minimization is capped: on a busy 2-core machine the default 60s
+# minimization of a large input can use a whole run's budget.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime="${1:-10s}"
+total=0
+for pkg in $(go list ./...); do
+  targets=$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
+  for target in $targets; do
+    echo "== $pkg $target ($fuzztime)"
+    out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 3s "$pkg" 2>&1) || { echo "$out"; exit 1; }
+    execs=$(grep -o 'execs: [0-9]*' <<<"$out" | tail -1 | grep -o '[0-9]*' || echo 0)
+    echo "   ok, ${execs} executions"
+    total=$((total + execs))
+  done
+done
+echo "fuzz: ${total} executions in total"
