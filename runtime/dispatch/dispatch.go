@@ -36,6 +36,9 @@ type Options struct {
 	// OnNotification receives backend notifications (progress, logging,
 	// list_changed) tagged with the backend name.
 	OnNotification func(backend, method string, params json.RawMessage)
+	// OnCall is told of every call a backend answered without isError,
+	// by tool ID; search uses it for its usage boost.
+	OnCall func(id string)
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections.
@@ -169,6 +172,9 @@ func (d *Dispatcher) CallTool(ctx context.Context, backendName, tool string, arg
 	res, err := conn.CallTool(cctx, tool, args)
 	switch {
 	case err == nil:
+		if !res.IsError && d.opts.OnCall != nil {
+			d.opts.OnCall(id)
+		}
 		return res, nil
 	case ctx.Err() != nil:
 		return nil, &Error{Code: CodeCanceled, Backend: backendName, Tool: tool, Err: err,

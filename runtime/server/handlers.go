@@ -58,7 +58,7 @@ func (s *Server) searchTools(_ context.Context, raw json.RawMessage) *toolcall.R
 		limit = min(*a.Limit, maxSearchLimit)
 	}
 	brief := a.Brief == nil || *a.Brief
-	hits := s.opts.Search.Search(a.TaskDescription, search.Options{Limit: limit})
+	hits := s.opts.Search.Search(a.TaskDescription, search.Options{Limit: limit, Boost: s.opts.Boost})
 	out := make([]searchResult, 0, len(hits))
 	for _, h := range hits {
 		t, err := s.opts.Registry.Resolve(h.ID)

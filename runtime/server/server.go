@@ -15,6 +15,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/schema"
 	"github.com/kilnmcp/kiln/runtime/search"
@@ -39,6 +40,11 @@ type Options struct {
 	Status        StatusSource
 	Chain         *chain.Engine
 	Search        Searcher
+	// Boost, when set, multiplies each tool's search score (the usage
+	// boost).
+	Boost func(id string) float64
+	// Counter holds call_tool_chain's output byte counts for kiln://stats.
+	Counter *pipeline.Counter
 	// Ident maps a backend or tool name to its sandbox identifier, for
 	// call examples.
 	Ident  func(string) string
@@ -71,6 +77,7 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: log, valid: schema.New()}
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, false),
 		server.WithInstructions(instructions),
 	)
 	handlers := map[string]func(context.Context, json.RawMessage) *toolcall.Result{
@@ -82,6 +89,7 @@ func New(opts Options) *Server {
 		toolRegister:   s.registerManual,
 		toolDeregister: s.deregisterManual,
 	}
+	s.addResources()
 	for _, mt := range metaTools {
 		if err := s.valid.Compile(mt.name, json.RawMessage(mt.schema)); err != nil {
 			panic(fmt.Sprintf("meta-tool %s: invalid built-in schema: %v", mt.name, err)) // programmer error at init

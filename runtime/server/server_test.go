@@ -13,6 +13,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
@@ -49,6 +50,11 @@ const schemaAB = `{"type":"object","properties":{"a":{"type":"number","descripti
 
 func newTestServer(t *testing.T) *client.Client {
 	t.Helper()
+	return newTestServerWith(t, nil)
+}
+
+func newTestServerWith(t *testing.T, boost func(string) float64) *client.Client {
+	t.Helper()
 	reg := registry.New()
 	tools := []manifest.Tool{
 		{Name: "get-sum", Description: "Returns the sum of two numbers. Handles floats too.", InputSchema: json.RawMessage(schemaAB)},
@@ -73,10 +79,13 @@ func newTestServer(t *testing.T) *client.Client {
 			{Name: "REGION", Key: "backends.everything.args[0]", Set: false},
 		},
 	}}}
+	counter := &pipeline.Counter{}
 	s := New(Options{
 		Version: "test", Config: cfg, Registry: reg, Search: search.Build(docs),
-		Ident: func(s string) string { return strings.ReplaceAll(s, "-", "_") },
-		Chain: chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg}),
+		Ident:   func(s string) string { return strings.ReplaceAll(s, "-", "_") },
+		Chain:   chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg, Counter: counter}),
+		Boost:   boost,
+		Counter: counter,
 	})
 	c, err := client.NewInProcessClient(s.mcp)
 	if err != nil {
@@ -242,5 +251,72 @@ func TestFirstSentence(t *testing.T) {
 		if got := FirstSentence(tc.in, tc.max); got != tc.want {
 			t.Errorf("FirstSentence(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 		}
+	}
+}
+
+func TestUsageBoostReordersEqualMatches(t *testing.T) {
+	first := func(c *client.Client) string {
+		text, _ := call(t, c, "search_tools", map[string]any{"task_description": "filler tool", "limit": 1})
+		var body struct {
+			Results []struct {
+				Tool string `json:"tool"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(text), &body); err != nil || len(body.Results) != 1 {
+			t.Fatalf("search answer: %v\n%s", err, text)
+		}
+		return body.Results[0].Tool
+	}
+	plain := first(newTestServer(t))
+	favourite := "everything.fillerk"
+	if plain == favourite {
+		t.Fatalf("test needs a favourite that does not already rank first")
+	}
+	boosted := first(newTestServerWith(t, func(id string) float64 {
+		if id == favourite {
+			return 1 + 0.3*2.4 // about ten recorded uses
+		}
+		return 1
+	}))
+	if boosted != favourite {
+		t.Errorf("with the boost the first hit is %s, want %s (unboosted: %s)", boosted, favourite, plain)
+	}
+}
+
+func readResource(t *testing.T, c *client.Client, uri string) (string, error) {
+	t.Helper()
+	res, err := c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+	if err != nil {
+		return "", err
+	}
+	return res.Contents[0].(mcp.TextResourceContents).Text, nil
+}
+
+func TestResources(t *testing.T) {
+	c := newTestServer(t)
+	call(t, c, "call_tool_chain", map[string]any{"code": `{"tool":"everything.big"}`, "max_output_size": 1000})
+	stats, err := readResource(t, c, "kiln://stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Output pipeline.Snapshot `json:"call_tool_chain_output"`
+	}
+	if err := json.Unmarshal([]byte(stats), &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Output.Calls != 1 || body.Output.BytesSaved <= 0 || body.Output.BytesReturned > 1000 {
+		t.Errorf("kiln://stats after one shrunk call = %+v", body.Output)
+	}
+	detail, err := readResource(t, c, "kiln://backend/everything")
+	if err != nil || !strings.Contains(detail, "everything.get-sum") || !strings.Contains(detail, `"compiled": true`) {
+		t.Errorf("kiln://backend/everything = %v %s", err, detail)
+	}
+	if _, err := readResource(t, c, "kiln://backend/nope"); err == nil || !strings.Contains(err.Error(), "kiln://backends") {
+		t.Errorf("unknown backend resource: %v", err)
+	}
+	list, err := readResource(t, c, "kiln://backends")
+	if err != nil || !strings.Contains(list, `"name": "everything"`) {
+		t.Errorf("kiln://backends = %v %s", err, list)
 	}
 }

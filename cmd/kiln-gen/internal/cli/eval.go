@@ -13,6 +13,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tools := fs.String("tools", "", "tools.jsonl of a tool-retrieval dataset")
 	queries := fs.String("queries", "", "queries.jsonl of the same dataset")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	ablation := fs.Bool("ablation", false, "also measure every step from the plain-BM25 baseline to the shipped ranker")
+	steps := fs.Bool("steps", false, "also search each query's annotated sub-steps and fuse them (datasets with steps)")
 	if fs.Parse(args) != nil {
 		return exitUsage
 	}
@@ -20,7 +22,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kiln-gen eval: both --tools and --queries are required, e.g. --tools ../shared/bench/toolbench/tools.jsonl --queries ../shared/bench/toolbench/queries.jsonl")
 		return exitUsage
 	}
-	rep, err := eval.Run(ctx, *tools, *queries, eval.Options{})
+	rep, err := eval.Run(ctx, *tools, *queries, eval.Options{Ablation: *ablation, Steps: *steps, Frozen: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln-gen eval: %v\n", err)
 		return exitFail

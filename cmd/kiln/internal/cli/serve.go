@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -68,10 +69,19 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitFail
 	}
 
-	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log})
+	usage, err := search.OpenUsage(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	}
+	defer saveUsage(usage, log)
+	go saveUsageEvery(ctx, usage, log, 30*time.Second)
+
+	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record})
 	disp.Start(ctx)
 	defer disp.Close()
 
+	counter := &pipeline.Counter{}
 	srv := server.New(server.Options{
 		Name:     cfg.Gateway.Name,
 		Version:  version.String(),
@@ -79,6 +89,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Registry: reg,
 		Status:   disp,
 		Search:   index,
+		Boost:    usage.Boost,
+		Counter:  counter,
 		Ident:    bridge.Ident,
 		Logger:   log,
 		Chain: chain.New(chain.Options{
@@ -86,6 +98,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Registry:       reg,
 			DefaultTimeout: cfg.Gateway.CallTimeout,
 			Output:         outputOptions(cfg),
+			Counter:        counter,
 			Logger:         log,
 		}),
 	})
@@ -157,4 +170,24 @@ func outputOptions(cfg *config.Config) pipeline.Options {
 	o := pipeline.DefaultOptions()
 	o.MaxOutputSize = cfg.Gateway.MaxOutputSize
 	return o
+}
+
+func saveUsage(u *search.Usage, log *slog.Logger) {
+	if err := u.Save(); err != nil {
+		log.Warn("could not save search usage counts", "err", err)
+	}
+}
+
+// saveUsageEvery bounds what a crash loses to one interval of counts.
+func saveUsageEvery(ctx context.Context, u *search.Usage, log *slog.Logger, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			saveUsage(u, log)
+		}
+	}
 }
