@@ -1,6 +1,8 @@
 package emit
 
 import (
+	"github.com/kilnmcp/kiln/runtime/atomicfile"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -226,7 +228,7 @@ func Write(outDir string, files map[string][]byte) error {
 		if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, files[p]) {
 			continue
 		}
-		if err := manifest.WriteAtomic(dst, files[p]); err != nil {
+		if err := atomicfile.Write(dst, files[p]); err != nil {
 			return fmt.Errorf("emit: write %s: %w", dst, err)
 		}
 	}

@@ -41,6 +41,11 @@ type Request struct {
 type Options struct {
 	Caller   toolcall.Caller
 	Registry *registry.Registry
+	// Resolver maps identifiers in TypeScript to backend and tool names
+	// (the bridge's table); nil disables tier 2.
+	Resolver Resolver
+	// Sandbox runs tier-3 programs; nil means JSON and tier-2 calls only.
+	Sandbox Sandbox
 	// DefaultTimeout applies when a request names none (default 30s);
 	// MaxTimeout caps what a request may ask for.
 	DefaultTimeout, MaxTimeout time.Duration
@@ -112,7 +117,10 @@ func (e *Engine) run(ctx context.Context, req Request) (*toolcall.Result, Tier) 
 		}
 		return e.callDirect(ctx, call), TierDirect
 	}
-	return toolcall.Errorf("call_tool_chain: this build runs JSON calls only: send {\"tool\": \"backend.tool\", \"arguments\": {…}}"), 0
+	if res, ok := e.simple(ctx, req.Code); ok {
+		return res, TierSimple
+	}
+	return e.program(ctx, req.Code, timeout), TierSandbox
 }
 
 func (e *Engine) callDirect(ctx context.Context, call directCall) *toolcall.Result {

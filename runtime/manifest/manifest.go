@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"github.com/kilnmcp/kiln/runtime/atomicfile"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -117,20 +119,7 @@ func Encode(m *Manifest) ([]byte, error) {
 
 // Canonical re-encodes any JSON document with sorted object keys, numbers as
 // written, HTML characters unescaped, two-space indent and a trailing newline.
-func Canonical(raw []byte) ([]byte, error) {
-	v, err := decodeOrdered(raw)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+func Canonical(raw []byte) ([]byte, error) { return reencode(raw, "  ") }
 
 // Compact re-encodes a JSON document canonically on one line. Emit uses it
 // for schemas embedded in generated code.
@@ -138,6 +127,11 @@ func Compact(raw []byte) ([]byte, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
+	out, err := reencode(raw, "")
+	return bytes.TrimRight(out, "\n"), err
+}
+
+func reencode(raw []byte, indent string) ([]byte, error) {
 	v, err := decodeOrdered(raw)
 	if err != nil {
 		return nil, err
@@ -145,10 +139,11 @@ func Compact(raw []byte) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return buf.Bytes(), nil
 }
 
 // decodeOrdered decodes with json.Number so that 1.0 and 10000000000000001
@@ -240,28 +235,5 @@ func WriteFile(dir string, m *Manifest) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, m.Backend+".json")
-	return path, WriteAtomic(path, raw)
-}
-
-// WriteAtomic writes data to path via a temporary file in the same folder.
-func WriteAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return path, atomicfile.Write(path, raw)
 }

@@ -132,3 +132,17 @@ func BenchmarkWith(b *testing.B) {
 		base.With(extra)
 	}
 }
+
+// BenchmarkTryAlso measures one follow-up suggestion on a 5,000-tool
+// frozen base: tokenizing the query and filtering a precomputed list.
+func BenchmarkTryAlso(b *testing.B) {
+	docs := benchDocs(b, 5000)
+	ix := Build(docs)
+	backend := docs[0].Backend
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(ix.TryAlso(backend, benchQueries["short"], 5)) == 0 {
+			b.Fatal("no suggestions")
+		}
+	}
+}

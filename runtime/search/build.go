@@ -92,6 +92,10 @@ type segment struct {
 	docBackend   []uint32 // index into backendNames of each doc
 	nameWords    []uint8  // distinct words in each doc's name
 	tri          trigrams
+	// suggest[suggestOff[b]:suggestOff[b+1]] are backend b's try-also
+	// terms, best first (see TryAlso).
+	suggest    []suggestion
+	suggestOff []uint32
 }
 
 // Build indexes docs with DefaultConfig.
@@ -101,7 +105,9 @@ func Build(docs []Doc) *Index { return BuildWith(docs, DefaultConfig()) }
 // so a tool is never listed twice.
 func BuildWith(docs []Doc, cfg Config) *Index {
 	seg, st := buildSegment(docs, &cfg, nil)
-	return newIndex(cfg, st, seg, nil, nil)
+	ix := newIndex(cfg, st, seg, nil, nil)
+	ix.suggest(seg)
+	return ix
 }
 
 type fieldTF [numFields]float32

@@ -20,6 +20,10 @@
 // caller's usage boost (Options.Boost, see Usage) multiplies scores within
 // a tier.
 //
+// TryAlso offers words for a follow-up query: each backend's most
+// distinctive terms (field weight times idf), ranked once when the backend
+// is indexed, so a call only drops the words the query already has.
+//
 // Lifecycle: kiln-gen emit calls Build and MarshalBinary and embeds the
 // bytes; the gateway calls LoadString (or Load) at start-up, which decodes
 // postings with their precomputed weights and rebuilds nothing, then Search

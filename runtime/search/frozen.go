@@ -12,12 +12,12 @@ import (
 
 // FormatVersion is the frozen format this build reads and writes. Bump it
 // with any change to the layout or to what a stored weight means.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // The frozen form: magic, format version, CRC-32C of the payload, payload.
 // The payload holds the configuration, the corpus statistics and the base
-// segment with its postings and precomputed BM25 weights, so Load only
-// decodes; nothing is tokenized or scored again.
+// segment with its postings, precomputed BM25 weights and ranked try-also
+// terms, so Load only decodes; nothing is tokenized or scored again.
 const (
 	magic     = "KILNSRCH"
 	headerLen = len(magic) + 8
@@ -169,6 +169,7 @@ func (w *writer) segment(s *segment) {
 	w.table(&s.tools)
 	w.table(&s.backends)
 	w.trigrams(&s.tri)
+	w.suggestions(s)
 }
 
 // table layout: term count, term blob, each term's length and posting
@@ -211,6 +212,27 @@ func (w *writer) trigrams(t *trigrams) {
 		for _, d := range t.docs[lo:hi] {
 			w.uv(uint64(d - prev))
 			prev = d
+		}
+	}
+}
+
+// suggestions layout: the total count, then per backend its count and
+// per term its index in the tool table shifted left once, the low bit set
+// when the shown word differs from the term and follows as a string. Most
+// words are their own stem, and a shared term costs no string at Load.
+func (w *writer) suggestions(s *segment) {
+	w.uv(uint64(len(s.suggest)))
+	for b := range s.backendNames {
+		list := s.suggestionsOf(b)
+		w.uv(uint64(len(list)))
+		for _, sg := range list {
+			ti := uint64(s.tools.find([]byte(sg.term)))
+			if sg.word == sg.term {
+				w.uv(ti << 1)
+			} else {
+				w.uv(ti<<1 | 1)
+				w.str(sg.word)
+			}
 		}
 	}
 }
@@ -377,6 +399,7 @@ func (r *reader) segment() *segment {
 	s.tools = r.table(n)
 	s.backends = r.table(nb)
 	s.tri = r.trigrams(n)
+	r.suggestions(s)
 	return s
 }
 
@@ -489,4 +512,38 @@ func (r *reader) trigrams(ndocs int) trigrams {
 		t.off = append(t.off, uint32(len(t.docs)))
 	}
 	return t
+}
+
+func (r *reader) suggestions(s *segment) {
+	total := r.count(1)
+	if r.err != nil {
+		return
+	}
+	s.suggest = make([]suggestion, 0, total)
+	s.suggestOff = make([]uint32, 1, len(s.backendNames)+1)
+	nt := uint64(s.tools.numTerms())
+	for range s.backendNames {
+		n := r.uv()
+		if n > maxSuggest || uint64(len(s.suggest))+n > uint64(total) {
+			r.fail("%d try-also terms", n)
+			return
+		}
+		for range n {
+			x := r.uv()
+			if r.err != nil || x>>1 >= nt {
+				r.fail("try-also term out of range")
+				return
+			}
+			sg := suggestion{term: s.tools.term(int(x >> 1))}
+			sg.word = sg.term
+			if x&1 == 1 {
+				sg.word = r.str()
+			}
+			s.suggest = append(s.suggest, sg)
+		}
+		s.suggestOff = append(s.suggestOff, uint32(len(s.suggest)))
+	}
+	if len(s.suggest) != total {
+		r.fail("try-also counts do not add up")
+	}
 }

@@ -22,7 +22,7 @@ func TestLoadRoundTrip(t *testing.T) {
 		"plain":     {K1: 1.2, B: 0.75, Weights: [numFields]float64{FieldName: 1, FieldDescription: 1}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			built := BuildWith(append(corpus(), odd), cfg)
+			built := BuildWith(append(tryCorpus(), odd), cfg)
 			data, err := built.MarshalBinary()
 			if err != nil {
 				t.Fatal(err)
@@ -34,6 +34,17 @@ func TestLoadRoundTrip(t *testing.T) {
 			for _, q := range roundTripQueries {
 				if diff := cmp.Diff(built.Search(q, Options{}), loaded.Search(q, Options{})); diff != "" {
 					t.Errorf("Search(%q) built vs loaded (-want +got):\n%s", q, diff)
+				}
+			}
+			for _, b := range built.base.backendNames {
+				for _, q := range []string{"", "files", "directory search"} {
+					want := built.TryAlso(b, q, maxSuggest)
+					if len(want) == 0 && q == "" && b != "tie" {
+						t.Errorf("TryAlso(%q): built index has none", b)
+					}
+					if diff := cmp.Diff(want, loaded.TryAlso(b, q, maxSuggest)); diff != "" {
+						t.Errorf("TryAlso(%q, %q) built vs loaded (-want +got):\n%s", b, q, diff)
+					}
 				}
 			}
 			if diff := cmp.Diff(allIDs(built), allIDs(loaded)); diff != "" {
@@ -136,6 +147,9 @@ func FuzzLoad(f *testing.F) {
 			}
 			for i := range ix.Len() {
 				ix.DocByID(ix.Doc(i).ID)
+			}
+			for _, b := range ix.base.backendNames {
+				ix.TryAlso(b, "file web", maxSuggest)
 			}
 			if _, err := ix.MarshalBinary(); err != nil {
 				t.Fatal(err)

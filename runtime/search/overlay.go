@@ -39,7 +39,12 @@ func (ix *Index) With(extra []Doc, removedBackends ...string) *Index {
 	if len(docs) > 0 {
 		over, _ = buildSegment(docs, &ix.cfg, &ix.st)
 	}
-	return newIndex(ix.cfg, ix.st, ix.base, over, hidden)
+	out := newIndex(ix.cfg, ix.st, ix.base, over, hidden)
+	if over != nil {
+		// After newIndex, so idf counts the base without hidden tools.
+		out.suggest(over)
+	}
+	return out
 }
 
 // hide marks the base tools of the given backends, and base tools whose ID

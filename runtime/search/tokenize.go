@@ -20,6 +20,10 @@ type tokenizer struct {
 	cfg *Config
 	buf []byte
 	cjk []rune
+	// With keepSurface set, surface holds the lower-cased, unstemmed form of the
+	// token being emitted: try-also shows words, not stems.
+	keepSurface bool
+	surface     []byte
 }
 
 // isCJK reports runes of scripts written without spaces between words. The
@@ -83,7 +87,7 @@ func (t *tokenizer) emitCJK(emit func([]byte)) {
 	if t.cfg.CJK != CJKBigram || len(rs) == 1 {
 		for _, r := range rs {
 			t.buf = utf8.AppendRune(t.buf[:0], r)
-			emit(t.buf)
+			t.emitCJKToken(emit)
 		}
 	}
 	if t.cfg.CJK == CJKUnigram {
@@ -92,8 +96,15 @@ func (t *tokenizer) emitCJK(emit func([]byte)) {
 	for i := 0; i+1 < len(rs); i++ {
 		t.buf = utf8.AppendRune(t.buf[:0], rs[i])
 		t.buf = utf8.AppendRune(t.buf, rs[i+1])
-		emit(t.buf)
+		t.emitCJKToken(emit)
 	}
+}
+
+func (t *tokenizer) emitCJKToken(emit func([]byte)) {
+	if t.keepSurface {
+		t.surface = append(t.surface[:0], t.buf...)
+	}
+	emit(t.buf)
 }
 
 // word splits one run of letters and digits at camelCase boundaries:
@@ -150,6 +161,10 @@ func (t *tokenizer) piece(p string, emit func([]byte)) {
 	t.buf = b
 	if _, stop := stopWords[string(b)]; stop {
 		return
+	}
+	if t.keepSurface {
+		// The stemmers rewrite b in place.
+		t.surface = append(t.surface[:0], b...)
 	}
 	switch t.cfg.Stem {
 	case StemPlural:

@@ -1,6 +1,8 @@
 package search
 
 import (
+	"github.com/kilnmcp/kiln/runtime/atomicfile"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,7 +10,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 )
@@ -100,33 +101,9 @@ func (u *Usage) Save() error {
 	if err != nil {
 		return fmt.Errorf("usage: %w", err)
 	}
-	if err := writeAtomic(u.path, append(raw, '\n')); err != nil {
+	if err := atomicfile.Write(u.path, append(raw, '\n')); err != nil {
 		return fmt.Errorf("usage: save %s: %w", u.path, err)
 	}
 	u.dirty = false
 	return nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -65,7 +65,8 @@ func (s *Server) searchTools(_ context.Context, raw json.RawMessage) *toolcall.R
 		if err != nil {
 			continue // removed since the index was built
 		}
-		r := searchResult{Tool: t.ID(), Backend: t.Backend, Example: t.Example(s.ident), MatchedBy: h.Tier.String()}
+		r := searchResult{Tool: t.ID(), Backend: t.Backend, Example: t.Example(s.ident), MatchedBy: h.Tier.String(),
+			TryAlso: s.opts.Search.TryAlso(t.Backend, a.TaskDescription, 3)}
 		if brief {
 			r.Description = FirstSentence(t.Description, 200)
 		} else {

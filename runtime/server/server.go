@@ -25,6 +25,9 @@ import (
 // Searcher ranks tools for a task description; *search.Index is one.
 type Searcher interface {
 	Search(query string, opts search.Options) []search.Hit
+	// TryAlso suggests distinctive words of a backend for a follow-up
+	// query.
+	TryAlso(backend, query string, n int) []string
 }
 
 // StatusSource reports backend connection states.

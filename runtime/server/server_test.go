@@ -157,7 +157,7 @@ func TestEveryFieldChangesBehaviour(t *testing.T) {
 		contains, excludes []string
 	}{
 		{"search task_description", "search_tools", map[string]any{"task_description": "sum of numbers"}, false,
-			[]string{"everything.get-sum", `"example": "everything.get_sum({a: 1})"`}, nil},
+			[]string{"everything.get-sum", `"example": "everything.get_sum({a: 1})"`, `"try_also"`}, nil},
 		{"search brief default cuts to the first sentence", "search_tools", map[string]any{"task_description": "sum"}, false,
 			[]string{"Returns the sum of two numbers."}, []string{"Handles floats", `"parameters"`}},
 		{"search brief=false gives full descriptions", "search_tools", map[string]any{"task_description": "sum", "brief": false}, false,

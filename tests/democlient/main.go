@@ -79,6 +79,21 @@ func run(kiln string) error {
 	}); err != nil {
 		return err
 	}
+	// One TypeScript program, three backend calls, two of them concurrent:
+	// the round trips an agent saves with call_tool_chain.
+	program := `const sum = await everything.get_sum({a: 19, b: 23});
+const [echo, files] = await Promise.all([
+  everything.echo({message: "hello from the sandbox"}),
+  filesystem.list_allowed_directories({}),
+]);
+console.log("3 calls done");
+return {sum, echo, allowed: files};`
+	if err := retry(ctx, func() error {
+		_, err := call(ctx, c, "call_tool_chain", map[string]any{"code": program})
+		return err
+	}); err != nil {
+		return err
+	}
 	return nil
 }
 

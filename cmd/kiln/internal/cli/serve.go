@@ -18,6 +18,7 @@ import (
 
 	"github.com/kilnmcp/kiln"
 	"github.com/kilnmcp/kiln/generated"
+	genbridge "github.com/kilnmcp/kiln/generated/bridge"
 	"github.com/kilnmcp/kiln/generated/searchindex"
 	"github.com/kilnmcp/kiln/runtime/bridge"
 	"github.com/kilnmcp/kiln/runtime/chain"
@@ -25,6 +26,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/sandbox"
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/server"
 	"github.com/kilnmcp/kiln/runtime/version"
@@ -65,7 +67,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	index, err := search.Load(searchindex.Data)
 	if err != nil {
-		fmt.Fprintf(stderr, "kiln: compiled search index: %v; run `make emit && make build`\n", err)
+		fmt.Fprintf(stderr, "kiln: compiled search index: %v\n", err)
 		return exitFail
 	}
 
@@ -81,6 +83,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	disp.Start(ctx)
 	defer disp.Close()
 
+	sb, err := sandbox.New(sandbox.Options{Preamble: genbridge.Preamble, Caller: disp, Logger: log, Backends: reg.BackendNames})
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: sandbox: %v\n", err)
+		return exitFail
+	}
 	counter := &pipeline.Counter{}
 	srv := server.New(server.Options{
 		Name:     cfg.Gateway.Name,
@@ -96,6 +103,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Chain: chain.New(chain.Options{
 			Caller:         disp,
 			Registry:       reg,
+			Resolver:       bridgeTable(reg),
+			Sandbox:        sb,
 			DefaultTimeout: cfg.Gateway.CallTimeout,
 			Output:         outputOptions(cfg),
 			Counter:        counter,
@@ -190,4 +199,14 @@ func saveUsageEvery(ctx context.Context, u *search.Usage, log *slog.Logger, ever
 			saveUsage(u, log)
 		}
 	}
+}
+
+// bridgeTable maps the identifiers the compiled preamble binds back to
+// backend and tool names, for tier-2 calls.
+func bridgeTable(reg *registry.Registry) *bridge.Table {
+	var backends []bridge.Backend
+	for _, b := range reg.Backends() {
+		backends = append(backends, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
+	}
+	return bridge.Lookup(backends)
 }

@@ -1,0 +1,39 @@
+// Package atomicfile writes files so that a reader (or a crash) sees either
+// the old contents or the new, never half a file: manifests, usage counts
+// and other state kiln keeps on disk all go through it.
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Write replaces path with data via a synced temporary file in the same
+// folder and a rename, creating the folder if needed. The file ends up
+// with mode 0644.
+func Write(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,33 @@
+// Package sandbox runs call_tool_chain scripts (tier 3) on dop251/goja. It
+// is the only package that imports goja and esbuild, and it exports none
+// of their types.
+//
+// A script is TypeScript or JavaScript: a body with top-level await and
+// return, or a module exporting `main` (default or named). esbuild
+// transpiles it in-process; plain JS that goja parses as is skips esbuild.
+// Each Run gets a fresh runtime that executes, in order, the hardening
+// script (harden.js), the bridge preamble compiled once by New, any dynamic
+// preamble for backends registered at run time, and the script. Backend
+// tools are real async calls: __kiln_call starts a goroutine per call on
+// the Caller and the run's event loop resolves the promise when it
+// returns, so Promise.all overlaps calls.
+//
+// goja has no heap limit and cannot interrupt native code, so every limit
+// is enforced before the step that would break it:
+//
+//   - timeout: rt.Interrupt for running JS, the event loop's select for a
+//     script parked in await, context cancellation for backend calls;
+//   - memory: a watchdog samples the live heap (runtime/metrics) and
+//     interrupts the runs executing JS when the heap passes the sum of
+//     their budgets; builtins that allocate or recurse in one native step
+//     (repeat, padStart, join, flat, replace, JSON, Array iteration of
+//     sparse lengths, bind chains…) are capped in harden.js; a parser bomb
+//     is refused by a linear pre-scan of the code (shape.go);
+//   - regular expressions: regexp2's match timeout, surfaced as an error;
+//   - recursion: goja's call-stack limit;
+//   - concurrency: a semaphore whose slot is held until the run's goroutine
+//     has really finished, so runs stuck in native code cannot pile up.
+//
+// Lifecycle: New (compiles the hardening script and the preamble) → Run
+// from any number of goroutines. A Sandbox needs no Close.
+package sandbox

@@ -1,0 +1,230 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/dop251/goja"
+
+	"github.com/kilnmcp/kiln/runtime/registry"
+)
+
+// bridgeNames is what a preamble binds, read once by running it.
+type bridgeNames struct {
+	backends []bridgeBackend
+}
+
+type bridgeBackend struct {
+	Name     string   // original name ("" when the preamble exposes none)
+	Bindings []string // global names bound to the object
+	Tools    []string // own property names of the object
+}
+
+// ident is the binding a script should write: the first that is a plain
+// identifier.
+func (b bridgeBackend) ident() string {
+	for _, n := range b.Bindings {
+		if identRe.MatchString(n) {
+			return n
+		}
+	}
+	return b.Bindings[0]
+}
+
+var identRe = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
+
+const analyzeJS = `(function (before) {
+  const seen = new Set(before);
+  const out = [];
+  const objs = new Map();
+  for (const g of Object.getOwnPropertyNames(globalThis)) {
+    if (seen.has(g) || g === "__interfaces" || g === "__getToolInterface") continue;
+    const o = globalThis[g];
+    if (o === null || typeof o !== "object") continue;
+    let e = objs.get(o);
+    if (!e) { e = {Name: "", Bindings: [], Tools: Object.getOwnPropertyNames(o)}; objs.set(o, e); out.push(e); }
+    e.Bindings.push(g);
+  }
+  let ifs = {};
+  try { ifs = globalThis.__interfaces || {}; } catch (e) {}
+  for (const n of Object.keys(ifs)) { const e = objs.get(globalThis[n]); if (e) e.Name = n; }
+  return JSON.stringify(out);
+})`
+
+// analyzePreamble runs a preamble in a scratch runtime and lists the
+// backend objects it binds, for error hints.
+func analyzePreamble(prg *goja.Program) (*bridgeNames, error) {
+	rt := goja.New()
+	if err := rt.Set("__kiln_call", func(goja.FunctionCall) goja.Value { return goja.Undefined() }); err != nil {
+		return nil, err
+	}
+	before, err := rt.RunString("Object.getOwnPropertyNames(globalThis)")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rt.RunProgram(prg); err != nil {
+		return nil, err
+	}
+	fv, err := rt.RunString(analyzeJS)
+	if err != nil {
+		return nil, err
+	}
+	fn, _ := goja.AssertFunction(fv)
+	res, err := fn(goja.Undefined(), before)
+	if err != nil {
+		return nil, err
+	}
+	names := &bridgeNames{}
+	if err := json.Unmarshal([]byte(res.String()), &names.backends); err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// metaTools are the gateway's own tools, which scripts sometimes try to
+// call from inside the sandbox.
+var metaTools = []string{"search_tools", "list_tools_meta", "tool_info", "get_required_keys_for_tool",
+	"call_tool_chain", "register_manual", "deregister_manual", "kiln", "mcp"}
+
+// hostOnly are globals of other JS hosts that the sandbox deliberately
+// lacks.
+var hostOnly = []string{"require", "process", "fetch", "setTimeout", "setInterval", "setImmediate",
+	"module", "exports", "Buffer", "XMLHttpRequest", "WebSocket", "Deno", "Bun", "window", "document",
+	"global", "importScripts", "eval", "BigInt", "Function", "Proxy", "ArrayBuffer", "Uint8Array", "TextEncoder",
+	"TextDecoder", "atob", "btoa", "structuredClone", "queueMicrotask", "crypto", "performance"}
+
+var (
+	notDefinedRe = regexp.MustCompile(`^ReferenceError: (\S+) is not defined$`)
+	noMemberRe   = regexp.MustCompile(`^TypeError: Object has no member '([^']+)'$`)
+	declRe       = regexp.MustCompile(`\b(?:const|let|class)\s+([A-Za-z_$][A-Za-z0-9_$]*)`)
+)
+
+// hint explains the five mistakes models make most in the sandbox (seed
+// 000's table) plus calls of a tool the backend lacks.
+func (r *run) hint(header, stack string) string {
+	backends := r.backends()
+	if backend, ok := r.failures[strings.TrimPrefix(header, "Error: ")]; ok {
+		return fmt.Sprintf("backend %q did not answer; it may be starting or down. Check it with list_tools_meta and retry; other backends still work", backend)
+	}
+	if strings.HasPrefix(header, "ReferenceError: Cannot access") {
+		if name := r.shadowed(stack, backends); name != "" {
+			return fmt.Sprintf("%s is a backend name, and a variable declared with the same name hides it; use a different name, e.g. const %sResult = await %s.…", name, name, name)
+		}
+	}
+	if m := notDefinedRe.FindStringSubmatch(header); m != nil {
+		return r.undefinedHint(m[1], backends)
+	}
+	if m := noMemberRe.FindStringSubmatch(header); m != nil {
+		return r.noToolHint(m[1], stack, backends)
+	}
+	return ""
+}
+
+func (r *run) backends() []bridgeBackend {
+	all := slices.Clone(r.sb.preamble.names.backends)
+	if r.extra != nil {
+		all = append(all, r.extra.names.backends...)
+	}
+	return all
+}
+
+func (r *run) undefinedHint(name string, backends []bridgeBackend) string {
+	if slices.Contains(metaTools, name) {
+		return fmt.Sprintf("%s is one of the gateway's meta-tools, which cannot be called inside call_tool_chain; call it as a separate MCP tool call", name)
+	}
+	if r.sb.opts.Backends != nil && slices.Contains(r.sb.opts.Backends(), name) {
+		return fmt.Sprintf("backend %q is configured but not available right now (it is down or still starting); check it with list_tools_meta and retry", name)
+	}
+	var offering []string
+	var idents []string
+	for _, b := range backends {
+		id := b.ident()
+		idents = append(idents, id)
+		if slices.Contains(b.Tools, name) {
+			offering = append(offering, id)
+		}
+	}
+	if len(offering) > 0 {
+		return fmt.Sprintf("%s is a tool, not a global; call it on its backend: %s.%s({...})", name, offering[0], name) + alsoOn(offering[1:])
+	}
+	if s := registry.Closest(name, idents, 1); len(s) > 0 {
+		return fmt.Sprintf("there is no backend %s; did you mean %s?", name, s[0])
+	}
+	if slices.Contains(hostOnly, name) {
+		return fmt.Sprintf("the sandbox has no %s: no modules, filesystem, network, timers or code generation. Backend tool calls (backend.tool({...})) are the only way out", name)
+	}
+	if len(idents) > 0 {
+		slices.Sort(idents)
+		return "backends are available as globals: " + strings.Join(idents[:min(len(idents), 12)], ", ") + "; use search_tools to find a tool"
+	}
+	return ""
+}
+
+func alsoOn(others []string) string {
+	if len(others) == 0 {
+		return ""
+	}
+	return " (also on " + strings.Join(others, ", ") + ")"
+}
+
+// shadowed finds which backend name a TDZ error is about: the identifier
+// at the error's position, else a declaration of a backend name.
+func (r *run) shadowed(stack string, backends []bridgeBackend) string {
+	isBackend := func(n string) bool {
+		for _, b := range backends {
+			if slices.Contains(b.Bindings, n) {
+				return true
+			}
+		}
+		return false
+	}
+	if line, col, ok := r.firstPosition(stack); ok {
+		if n := identAt(r.unit.src, line, col); isBackend(n) {
+			return n
+		}
+	}
+	for _, m := range declRe.FindAllStringSubmatch(r.unit.src, -1) {
+		if isBackend(m[1]) {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// identAt returns the identifier starting at a 1-based line and column.
+func identAt(src string, line, col int) string {
+	lines := strings.Split(src, "\n")
+	if line < 1 || line > len(lines) {
+		return ""
+	}
+	runes := []rune(lines[line-1])
+	if col < 1 || col > len(runes) {
+		return ""
+	}
+	end := col - 1
+	for end < len(runes) && (runes[end] == '_' || runes[end] == '$' || unicode.IsLetter(runes[end]) || unicode.IsDigit(runes[end])) {
+		end++
+	}
+	return string(runes[col-1 : end])
+}
+
+// noToolHint explains `backend.nope()`: goja reports only the member.
+func (r *run) noToolHint(member, stack string, backends []bridgeBackend) string {
+	for _, b := range backends {
+		for _, binding := range b.Bindings {
+			if !identRe.MatchString(binding) || !strings.Contains(r.unit.src, binding+"."+member) {
+				continue
+			}
+			msg := fmt.Sprintf("backend %s has no tool %s", binding, member)
+			if s := registry.Closest(member, b.Tools, 3); len(s) > 0 {
+				return msg + "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return msg + fmt.Sprintf("; list its tools with Object.keys(__interfaces[%q]) or search_tools", b.Name)
+		}
+	}
+	return ""
+}

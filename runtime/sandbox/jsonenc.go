@@ -1,0 +1,239 @@
+package sandbox
+
+import (
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dop251/goja"
+)
+
+// maxJSONDepth bounds the nesting JSON.stringify and JSON.parse accept.
+const maxJSONDepth = 1000
+
+// stringifyJSON is JSON.stringify without a replacer, written in Go with a
+// size cap. goja's native stringify cannot be interrupted and expands a
+// DAG of shared references (x = [x, x] forty times) to 2^40 copies in one
+// step; this one stops at cap bytes and at maxJSONDepth. A replacer in JS
+// can do the same, but costs a JS call per value (about 10× slower).
+// It panics with a goja exception, as a native function throws.
+func (r *run) stringifyJSON(v, space goja.Value, cap int) goja.Value {
+	w := jsonWriter{r: r, cap: cap, gap: jsonGap(space)}
+	holder := r.rt.NewObject()
+	if !w.value(holder, "", v) {
+		return goja.Undefined()
+	}
+	return r.rt.ToValue(string(w.buf))
+}
+
+func jsonGap(space goja.Value) string {
+	if space == nil || goja.IsUndefined(space) || goja.IsNull(space) {
+		return ""
+	}
+	if o, ok := space.(*goja.Object); ok {
+		switch o.ClassName() {
+		case "Number":
+			space = goja.Value(o).ToNumber()
+		case "String":
+			space = o.ToString()
+		default:
+			return ""
+		}
+	}
+	if goja.IsNumber(space) {
+		n := space.ToFloat()
+		if n >= 1 {
+			return strings.Repeat(" ", int(math.Min(10, n)))
+		}
+		return ""
+	}
+	if goja.IsString(space) {
+		s := space.String()
+		if utf8.RuneCountInString(s) > 10 {
+			s = string([]rune(s)[:10])
+		}
+		return s
+	}
+	return ""
+}
+
+type jsonWriter struct {
+	r     *run
+	buf   []byte
+	cap   int
+	gap   string
+	stack []*goja.Object
+}
+
+func (w *jsonWriter) grow() {
+	if len(w.buf) > w.cap {
+		w.r.throwRange("JSON text of more than " + strconv.Itoa(w.cap) + " characters would exceed the sandbox limit; work on smaller pieces")
+	}
+}
+
+var boolType = reflect.TypeOf(true)
+
+// value writes holder[key] = v as JSON; it reports false when v has no
+// JSON form (undefined, functions, symbols).
+func (w *jsonWriter) value(holder *goja.Object, key string, v goja.Value) bool {
+	rt := w.r.rt
+	if o, ok := v.(*goja.Object); ok {
+		if fn, ok := goja.AssertFunction(o.Get("toJSON")); ok {
+			res, err := fn(o, rt.ToValue(key))
+			if err != nil {
+				panic(err)
+			}
+			v = res
+		}
+	}
+	if o, ok := v.(*goja.Object); ok {
+		switch o.ClassName() {
+		case "Number":
+			v = goja.Value(o).ToNumber()
+		case "String":
+			v = o.ToString()
+		case "Boolean":
+			b, _ := o.Export().(bool)
+			v = rt.ToValue(b)
+		}
+	}
+	switch {
+	case v == nil || goja.IsUndefined(v):
+		return false
+	case goja.IsNull(v):
+		w.buf = append(w.buf, "null"...)
+	case goja.IsString(v):
+		w.buf = appendJSONString(w.buf, v.String())
+	case goja.IsNumber(v):
+		if f := v.ToFloat(); math.IsNaN(f) || math.IsInf(f, 0) {
+			w.buf = append(w.buf, "null"...)
+		} else {
+			w.buf = append(w.buf, v.String()...)
+		}
+	case v.ExportType() == boolType:
+		w.buf = strconv.AppendBool(w.buf, v.ToBoolean())
+	default:
+		o, ok := v.(*goja.Object)
+		if !ok {
+			return false // symbols
+		}
+		if _, callable := goja.AssertFunction(o); callable {
+			return false
+		}
+		w.object(o)
+	}
+	w.grow()
+	return true
+}
+
+func (w *jsonWriter) object(o *goja.Object) {
+	for _, p := range w.stack {
+		if p == o {
+			panic(w.r.rt.NewTypeError("Converting circular structure to JSON"))
+		}
+	}
+	if len(w.stack) >= maxJSONDepth {
+		w.r.throwRange("JSON nesting deeper than " + strconv.Itoa(maxJSONDepth) + " levels would exceed the sandbox limit")
+	}
+	w.stack = append(w.stack, o)
+	defer func() { w.stack = w.stack[:len(w.stack)-1] }()
+	indent := strings.Repeat(w.gap, len(w.stack))
+	if o.ClassName() == "Array" {
+		n := o.Get("length").ToInteger()
+		if n == 0 {
+			w.buf = append(w.buf, "[]"...)
+			return
+		}
+		w.buf = append(w.buf, '[')
+		for i := int64(0); i < n; i++ {
+			if i > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			w.newline(indent)
+			k := strconv.FormatInt(i, 10)
+			if !w.value(o, k, o.Get(k)) {
+				w.buf = append(w.buf, "null"...)
+			}
+			w.grow()
+		}
+		w.newline(indent[:len(indent)-len(w.gap)])
+		w.buf = append(w.buf, ']')
+		return
+	}
+	w.buf = append(w.buf, '{')
+	empty := true
+	for _, k := range o.Keys() {
+		mark := len(w.buf)
+		if !empty {
+			w.buf = append(w.buf, ',')
+		}
+		w.newline(indent)
+		w.buf = appendJSONString(w.buf, k)
+		w.buf = append(w.buf, ':')
+		if w.gap != "" {
+			w.buf = append(w.buf, ' ')
+		}
+		if !w.value(o, k, o.Get(k)) {
+			w.buf = w.buf[:mark]
+			continue
+		}
+		empty = false
+	}
+	if !empty {
+		w.newline(indent[:len(indent)-len(w.gap)])
+	}
+	w.buf = append(w.buf, '}')
+}
+
+func (w *jsonWriter) newline(indent string) {
+	if w.gap != "" {
+		w.buf = append(w.buf, '\n')
+		w.buf = append(w.buf, indent...)
+	}
+}
+
+// appendJSONString quotes s as JSON.stringify does: only quotes,
+// backslashes and control characters are escaped.
+func appendJSONString(buf []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		buf = append(buf, s[start:i]...)
+		switch c {
+		case '"':
+			buf = append(buf, `\"`...)
+		case '\\':
+			buf = append(buf, `\\`...)
+		case '\n':
+			buf = append(buf, `\n`...)
+		case '\r':
+			buf = append(buf, `\r`...)
+		case '\t':
+			buf = append(buf, `\t`...)
+		case '\b':
+			buf = append(buf, `\b`...)
+		case '\f':
+			buf = append(buf, `\f`...)
+		default:
+			buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}
+
+// throwRange throws a RangeError into the running script.
+func (r *run) throwRange(msg string) {
+	if e, err := r.rangeError(nil, r.rt.ToValue(msg)); err == nil {
+		panic(e)
+	}
+	panic(r.rt.NewTypeError(msg))
+}
