@@ -116,7 +116,7 @@ func manifestLit(m *manifest.Manifest, tools []manifest.Tool) (jen.Code, error) 
 			for _, f := range []struct {
 				key string
 				raw []byte
-			}{{"InputSchema", t.InputSchema}, {"OutputSchema", t.OutputSchema}, {"Annotations", t.Annotations}} {
+			}{{"InputSchema", t.InputSchema}, {"OutputSchema", t.OutputSchema}, {"Annotations", t.Annotations}, {"Execution", t.Execution}} {
 				if len(f.raw) == 0 {
 					continue
 				}

@@ -27,6 +27,7 @@ var Manifest = &manifest.Manifest{
 	Tools: []manifest.Tool{{
 		Annotations:  json.RawMessage(`{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":false}`),
 		Description:  "Create a new directory or ensure a directory exists. Can create multiple nested directories in one operation. If the directory already exists, this operation will succeed silently. Perfect for setting up directory structures for projects or ensuring required paths exist. Only works within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"path":{"type":"string"}},"required":["path"],"type":"object"}`),
 		Name:         "create_directory",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -34,6 +35,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Get a recursive tree view of files and directories as a JSON structure. Each entry includes 'name', 'type' (file/directory), and 'children' for directories. Files have no children array, while directories always have a children array (which may be empty). The output is formatted with 2-space indentation for readability. Only works within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"excludePatterns":{"default":[],"items":{"type":"string"},"type":"array"},"path":{"type":"string"}},"required":["path"],"type":"object"}`),
 		Name:         "directory_tree",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -41,6 +43,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":true,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false}`),
 		Description:  "Make line-based edits to a text file. Each edit replaces exact line sequences with new content. Returns a git-style diff showing the changes made. Only works within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"dryRun":{"default":false,"description":"Preview changes using git-style diff format","type":"boolean"},"edits":{"items":{"properties":{"newText":{"description":"Text to replace with","type":"string"},"oldText":{"description":"Text to search for - must match exactly","type":"string"}},"required":["oldText","newText"],"type":"object"},"type":"array"},"path":{"type":"string"}},"required":["path","edits"],"type":"object"}`),
 		Name:         "edit_file",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -48,6 +51,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Retrieve detailed metadata about a file or directory. Returns comprehensive information including size, creation time, last modified time, permissions, and type. This tool is perfect for understanding file characteristics without reading the actual content. Only works within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"path":{"type":"string"}},"required":["path"],"type":"object"}`),
 		Name:         "get_file_info",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -55,6 +59,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Returns the list of directories that this server is allowed to access. Subdirectories within these allowed directories are also accessible. Use this to understand which directories and their nested paths are available before trying to access files.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{},"type":"object"}`),
 		Name:         "list_allowed_directories",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -62,6 +67,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Get a detailed listing of all files and directories in a specified path. Results clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is essential for understanding directory structure and finding specific files within a directory. Only works within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"path":{"type":"string"}},"required":["path"],"type":"object"}`),
 		Name:         "list_directory",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -69,6 +75,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Get a detailed listing of all files and directories in a specified path, including sizes. Results clearly distinguish between files and directories with [FILE] and [DIR] prefixes. This tool is useful for understanding directory structure and finding specific files within a directory. Only works within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"path":{"type":"string"},"sortBy":{"default":"name","description":"Sort entries by name or size","enum":["name","size"],"type":"string"}},"required":["path"],"type":"object"}`),
 		Name:         "list_directory_with_sizes",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -76,6 +83,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":true,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false}`),
 		Description:  "Move or rename files and directories. Can move files between directories and rename them in a single operation. If the destination exists, the operation will fail. Works across different directories and can be used for simple renaming within the same directory. Both source and destination must be within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"destination":{"type":"string"},"source":{"type":"string"}},"required":["source","destination"],"type":"object"}`),
 		Name:         "move_file",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -83,6 +91,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"head":{"description":"If provided, returns only the first N lines of the file","type":"number"},"path":{"type":"string"},"tail":{"description":"If provided, returns only the last N lines of the file","type":"number"}},"required":["path"],"type":"object"}`),
 		Name:         "read_file",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -90,6 +99,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Read a file and return it as a base64-encoded content block with its MIME type. Image and audio files are returned as image/audio content; any other file type is returned as an embedded resource. Only works within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"path":{"type":"string"}},"required":["path"],"type":"object"}`),
 		Name:         "read_media_file",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"items":{"anyOf":[{"additionalProperties":false,"properties":{"data":{"type":"string"},"mimeType":{"type":"string"},"type":{"enum":["image","audio"],"type":"string"}},"required":["type","data","mimeType"],"type":"object"},{"additionalProperties":false,"properties":{"resource":{"additionalProperties":false,"properties":{"blob":{"type":"string"},"mimeType":{"type":"string"},"uri":{"type":"string"}},"required":["uri","blob"],"type":"object"},"type":{"const":"resource","type":"string"}},"required":["type","resource"],"type":"object"}]},"type":"array"}},"required":["content"],"type":"object"}`),
@@ -97,6 +107,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Read the contents of multiple files simultaneously. This is more efficient than reading files one by one when you need to analyze or compare multiple files. Each file's content is returned with its path as a reference. Failed reads for individual files won't stop the entire operation. Only works within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"paths":{"description":"Array of file paths to read. Each path must be a string pointing to a valid file within allowed directories.","items":{"type":"string"},"minItems":1,"type":"array"}},"required":["paths"],"type":"object"}`),
 		Name:         "read_multiple_files",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -104,6 +115,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Read the complete contents of a file from the file system as text. Handles various text encodings and provides detailed error messages if the file cannot be read. Use this tool when you need to examine the contents of a single file. Use the 'head' parameter to read only the first N lines of a file, or the 'tail' parameter to read only the last N lines of a file. Operates on the file as text regardless of extension. Only works within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"head":{"description":"If provided, returns only the first N lines of the file","type":"number"},"path":{"type":"string"},"tail":{"description":"If provided, returns only the last N lines of the file","type":"number"}},"required":["path"],"type":"object"}`),
 		Name:         "read_text_file",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -111,6 +123,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Recursively search for files and directories matching a pattern. The patterns should be glob-style patterns that match paths relative to the working directory. Use pattern like '*.ext' to match files in current directory, and '**/*.ext' to match files in all subdirectories. Returns full paths to all matching items. Great for finding files when you don't know their exact location. Only searches within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"excludePatterns":{"default":[],"items":{"type":"string"},"type":"array"},"path":{"type":"string"},"pattern":{"type":"string"}},"required":["path","pattern"],"type":"object"}`),
 		Name:         "search_files",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),
@@ -118,6 +131,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":true,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":false}`),
 		Description:  "Create a new file or completely overwrite an existing file with new content. Use with caution as it will overwrite existing files without warning. Handles text content with proper encoding. Only works within allowed directories.",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"content":{"type":"string"},"path":{"type":"string"}},"required":["path","content"],"type":"object"}`),
 		Name:         "write_file",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"content":{"type":"string"}},"required":["content"],"type":"object"}`),

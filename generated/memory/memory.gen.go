@@ -33,6 +33,7 @@ var Manifest = &manifest.Manifest{
 	Tools: []manifest.Tool{{
 		Annotations:  json.RawMessage(`{"destructiveHint":false,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false}`),
 		Description:  "Add new observations to existing entities in the knowledge graph",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"observations":{"items":{"properties":{"contents":{"description":"An array of observation contents to add","items":{"type":"string"},"type":"array"},"entityName":{"description":"The name of the entity to add the observations to","type":"string"}},"required":["entityName","contents"],"type":"object"},"type":"array"}},"required":["observations"],"type":"object"}`),
 		Name:         "add_observations",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"results":{"items":{"additionalProperties":false,"properties":{"addedObservations":{"items":{"type":"string"},"type":"array"},"entityName":{"type":"string"}},"required":["entityName","addedObservations"],"type":"object"},"type":"array"}},"required":["results"],"type":"object"}`),
@@ -40,6 +41,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":false,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false}`),
 		Description:  "Create multiple new entities in the knowledge graph",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"entities":{"items":{"properties":{"entityType":{"description":"The type of the entity","type":"string"},"name":{"description":"The name of the entity","type":"string"},"observations":{"description":"An array of observation contents associated with the entity","items":{"type":"string"},"type":"array"}},"required":["name","entityType","observations"],"type":"object"},"type":"array"}},"required":["entities"],"type":"object"}`),
 		Name:         "create_entities",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"entities":{"items":{"additionalProperties":false,"properties":{"entityType":{"description":"The type of the entity","type":"string"},"name":{"description":"The name of the entity","type":"string"},"observations":{"description":"An array of observation contents associated with the entity","items":{"type":"string"},"type":"array"}},"required":["name","entityType","observations"],"type":"object"},"type":"array"}},"required":["entities"],"type":"object"}`),
@@ -47,6 +49,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":false,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false}`),
 		Description:  "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"relations":{"items":{"properties":{"from":{"description":"The name of the entity where the relation starts","type":"string"},"relationType":{"description":"The type of the relation","type":"string"},"to":{"description":"The name of the entity where the relation ends","type":"string"}},"required":["from","to","relationType"],"type":"object"},"type":"array"}},"required":["relations"],"type":"object"}`),
 		Name:         "create_relations",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"relations":{"items":{"additionalProperties":false,"properties":{"from":{"description":"The name of the entity where the relation starts","type":"string"},"relationType":{"description":"The type of the relation","type":"string"},"to":{"description":"The name of the entity where the relation ends","type":"string"}},"required":["from","to","relationType"],"type":"object"},"type":"array"}},"required":["relations"],"type":"object"}`),
@@ -54,6 +57,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":true,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":false}`),
 		Description:  "Delete multiple entities and their associated relations from the knowledge graph",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"entityNames":{"description":"An array of entity names to delete","items":{"type":"string"},"type":"array"}},"required":["entityNames"],"type":"object"}`),
 		Name:         "delete_entities",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"message":{"type":"string"},"success":{"type":"boolean"}},"required":["success","message"],"type":"object"}`),
@@ -61,6 +65,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":true,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":false}`),
 		Description:  "Delete specific observations from entities in the knowledge graph",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"deletions":{"items":{"properties":{"entityName":{"description":"The name of the entity containing the observations","type":"string"},"observations":{"description":"An array of observations to delete","items":{"type":"string"},"type":"array"}},"required":["entityName","observations"],"type":"object"},"type":"array"}},"required":["deletions"],"type":"object"}`),
 		Name:         "delete_observations",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"message":{"type":"string"},"success":{"type":"boolean"}},"required":["success","message"],"type":"object"}`),
@@ -68,6 +73,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":true,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":false}`),
 		Description:  "Delete multiple relations from the knowledge graph",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"relations":{"description":"An array of relations to delete","items":{"properties":{"from":{"description":"The name of the entity where the relation starts","type":"string"},"relationType":{"description":"The type of the relation","type":"string"},"to":{"description":"The name of the entity where the relation ends","type":"string"}},"required":["from","to","relationType"],"type":"object"},"type":"array"}},"required":["relations"],"type":"object"}`),
 		Name:         "delete_relations",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"message":{"type":"string"},"success":{"type":"boolean"}},"required":["success","message"],"type":"object"}`),
@@ -75,6 +81,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Open specific nodes in the knowledge graph by their names",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"names":{"description":"An array of entity names to retrieve","items":{"type":"string"},"type":"array"}},"required":["names"],"type":"object"}`),
 		Name:         "open_nodes",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"entities":{"items":{"additionalProperties":false,"properties":{"entityType":{"description":"The type of the entity","type":"string"},"name":{"description":"The name of the entity","type":"string"},"observations":{"description":"An array of observation contents associated with the entity","items":{"type":"string"},"type":"array"}},"required":["name","entityType","observations"],"type":"object"},"type":"array"},"relations":{"items":{"additionalProperties":false,"properties":{"from":{"description":"The name of the entity where the relation starts","type":"string"},"relationType":{"description":"The type of the relation","type":"string"},"to":{"description":"The name of the entity where the relation ends","type":"string"}},"required":["from","to","relationType"],"type":"object"},"type":"array"}},"required":["entities","relations"],"type":"object"}`),
@@ -82,6 +89,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Read the entire knowledge graph",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{},"type":"object"}`),
 		Name:         "read_graph",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"entities":{"items":{"additionalProperties":false,"properties":{"entityType":{"description":"The type of the entity","type":"string"},"name":{"description":"The name of the entity","type":"string"},"observations":{"description":"An array of observation contents associated with the entity","items":{"type":"string"},"type":"array"}},"required":["name","entityType","observations"],"type":"object"},"type":"array"},"relations":{"items":{"additionalProperties":false,"properties":{"from":{"description":"The name of the entity where the relation starts","type":"string"},"relationType":{"description":"The type of the relation","type":"string"},"to":{"description":"The name of the entity where the relation ends","type":"string"}},"required":["from","to","relationType"],"type":"object"},"type":"array"}},"required":["entities","relations"],"type":"object"}`),
@@ -89,6 +97,7 @@ var Manifest = &manifest.Manifest{
 	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Search for nodes in the knowledge graph based on a query",
+		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"query":{"description":"The search query to match against entity names, types, and observation content","type":"string"}},"required":["query"],"type":"object"}`),
 		Name:         "search_nodes",
 		OutputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"entities":{"items":{"additionalProperties":false,"properties":{"entityType":{"description":"The type of the entity","type":"string"},"name":{"description":"The name of the entity","type":"string"},"observations":{"description":"An array of observation contents associated with the entity","items":{"type":"string"},"type":"array"}},"required":["name","entityType","observations"],"type":"object"},"type":"array"},"relations":{"items":{"additionalProperties":false,"properties":{"from":{"description":"The name of the entity where the relation starts","type":"string"},"relationType":{"description":"The type of the relation","type":"string"},"to":{"description":"The name of the entity where the relation ends","type":"string"}},"required":["from","to","relationType"],"type":"object"},"type":"array"}},"required":["entities","relations"],"type":"object"}`),

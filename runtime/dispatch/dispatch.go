@@ -155,6 +155,10 @@ func (d *Dispatcher) CallTool(ctx context.Context, backendName, tool string, arg
 	if err != nil {
 		return nil, &Error{Code: CodeNotFound, Backend: backendName, Tool: tool, Err: err, Message: err.Error()}
 	}
+	if t.TaskRequired() {
+		return nil, &Error{Code: CodeUnsupported, Backend: backendName, Tool: tool,
+			Message: fmt.Sprintf("%s only runs as an MCP task (execution.taskSupport \"required\"), which kiln does not support yet; this tool cannot be called through kiln", id)}
+	}
 	if err := d.valid.Validate(id, t.InputSchema, args); err != nil {
 		return nil, &Error{Code: CodeInvalidArgs, Backend: backendName, Tool: tool, Err: err,
 			Message: fmt.Sprintf("%s: %v\nExpected arguments: %s\nCall tool_info with tool_name %q and detail \"full\" for the whole schema.", id, err, t.Signature(), id)}

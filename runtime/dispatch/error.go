@@ -19,6 +19,7 @@ const (
 	CodeTimeout       Code = "timeout"
 	CodeCanceled      Code = "canceled"
 	CodeBackend       Code = "backend_error"
+	CodeUnsupported   Code = "unsupported"
 )
 
 // Error is a failure to get a result from a backend, written for the model

@@ -50,6 +50,9 @@ type Tool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// Execution is the tool's execution block, e.g. {"taskSupport":
+	// "required"} for tools that only run as MCP tasks.
+	Execution json.RawMessage `json:"execution,omitempty"`
 }
 
 // Resource is a static resource a backend lists.

@@ -139,3 +139,12 @@ func objectKey(name string) string {
 	b, _ := json.Marshal(name)
 	return string(b)
 }
+
+// TaskRequired reports whether the backend only runs this tool as an MCP
+// task (execution.taskSupport "required").
+func (t *Tool) TaskRequired() bool {
+	var e struct {
+		TaskSupport string `json:"taskSupport"`
+	}
+	return len(t.Execution) > 0 && json.Unmarshal(t.Execution, &e) == nil && e.TaskSupport == "required"
+}

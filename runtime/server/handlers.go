@@ -184,6 +184,9 @@ func (s *Server) toolInfo(_ context.Context, raw json.RawMessage) *toolcall.Resu
 		if len(t.Annotations) > 0 {
 			out["annotations"] = t.Annotations
 		}
+		if len(t.Execution) > 0 {
+			out["execution"] = t.Execution
+		}
 		return jsonResult(out)
 	}
 	return jsonResult(map[string]any{
