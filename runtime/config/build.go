@@ -30,12 +30,14 @@ func (b *builder) gateway() Gateway {
 	g.StateDir = b.abs(g.StateDir)
 	g.CallTimeout = b.duration(get("call_timeout"), def.CallTimeout)
 	g.ConnectTimeout = b.duration(get("connect_timeout"), def.ConnectTimeout)
-	g.MaxOutputSize = b.positive(get("max_output_size"), def.MaxOutputSize)
+	g.MaxOutputSize = b.positive(get("max_output_size"), def.MaxOutputSize, def.MaxOutputSize)
 	if v := get("log_level"); !v.bad {
 		if lv := b.oneOf(v, logLevels, "log level", nil); lv != "" {
 			g.LogLevel = lv
 		}
 	}
+	g.Sandbox = b.sandbox()
+	g.Output = b.output(def.Output)
 	return g
 }
 

@@ -39,6 +39,39 @@ type Gateway struct {
 	MaxOutputSize int
 	// LogLevel is debug, info, warn or error (default info).
 	LogLevel string
+	// Sandbox bounds call_tool_chain's TypeScript runs.
+	Sandbox Sandbox
+	// Output shapes call_tool_chain results before they reach the model.
+	Output Output
+}
+
+// Sandbox holds the limits of tier-3 runs (YAML gateway.sandbox). Zero
+// means the sandbox's own default.
+type Sandbox struct {
+	// Timeout applies when a call names none (default 30s); MaxTimeout
+	// caps what a call may ask for (default 5m).
+	Timeout, MaxTimeout time.Duration
+	// MemoryBytes is the heap budget per run (default 50 MiB); YAML takes
+	// a size such as "50MiB" or a byte count.
+	MemoryBytes int64
+	// MaxCalls caps backend tool calls per run (default 50).
+	MaxCalls int
+	// MaxConcurrent caps simultaneous runs (default 8); QueueWait is how
+	// long a run waits for a slot before a "busy" error (default 2s).
+	MaxConcurrent int
+	QueueWait     time.Duration
+}
+
+// Output configures the call_tool_chain output pipeline (YAML
+// gateway.output). Every stage is on unless set false.
+type Output struct {
+	IntentFilter    bool
+	AutoChunkJSON   bool
+	SmartTruncation bool
+	SizeFooter      bool
+	// Thresholds in bytes; zero means the pipeline default (5000, 10240,
+	// 40000).
+	IntentThreshold, ChunkThreshold, TruncateAt int
 }
 
 // Backend is one declared backend MCP server.

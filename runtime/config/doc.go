@@ -27,9 +27,14 @@
 //
 // Environment overrides are named after the key path, upper-cased with '.'
 // and '-' turned into '_': KILN_GATEWAY_CALL_TIMEOUT=10s,
-// KILN_BACKENDS_MY_SERVER_ENABLED=false. They apply to the gateway keys and
-// to a declared backend's scalar keys (transport, command, cwd, url, timeout,
-// enabled); an empty value is ignored, as viper does.
+// KILN_GATEWAY_SANDBOX_MEMORY=100MiB, KILN_BACKENDS_MY_SERVER_ENABLED=false.
+// They apply to the gateway's scalar keys, those of gateway.sandbox and
+// gateway.output, and a declared backend's scalar keys (transport, command,
+// cwd, url, timeout, enabled); an empty value is ignored, as viper does.
+//
+// Sandbox limits and output thresholds left out stay zero, which the
+// sandbox and the output pipeline read as "use my default": the defaults
+// live with the code they tune.
 //
 // A backend's transport may be omitted only when it sets command, in which
 // case it is stdio; an HTTP backend must say http or sse because the two

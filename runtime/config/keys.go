@@ -11,8 +11,19 @@ import (
 // declares exactly these, so the two cannot drift.
 var (
 	topKeys     = []string{"version", "gateway", "backends"}
-	gatewayKeys = []string{"name", "state_dir", "call_timeout", "connect_timeout", "max_output_size", "log_level"}
+	gatewayKeys = []string{"name", "state_dir", "call_timeout", "connect_timeout", "max_output_size", "log_level", "sandbox", "output"}
+	sandboxKeys = []string{"timeout", "max_timeout", "memory", "max_calls", "max_concurrent", "queue_wait"}
+	outputKeys  = []string{"intent_filter", "auto_chunk_json", "smart_truncation", "size_footer", "intent_threshold", "chunk_threshold", "truncate_at"}
 	backendKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled"}
+
+	// sectionKeys maps each mapping of settings to its keys. A key whose
+	// own path is listed here holds a nested section; the others hold
+	// scalars, layered through viper and overridable by KILN_<PATH>_<KEY>.
+	sectionKeys = map[string][]string{
+		"gateway":         gatewayKeys,
+		"gateway.sandbox": sandboxKeys,
+		"gateway.output":  outputKeys,
+	}
 
 	// backendScalarKeys are layered through viper and can be overridden by
 	// KILN_BACKENDS_<NAME>_<KEY>; lists and maps cannot.
@@ -48,6 +59,8 @@ var keyAliases = map[string]string{
 	"endpoint": "url", "uri": "url", "type": "transport",
 	"disabled": "enabled", "timeout": "call_timeout",
 	"loglevel": "log_level", "level": "log_level",
+	"memory_limit": "memory", "max_memory": "memory", "mem": "memory",
+	"concurrency": "max_concurrent", "max_parallel": "max_concurrent",
 }
 
 // transportAliases maps other spellings of a transport to ours.
@@ -56,6 +69,17 @@ var transportAliases = map[string]string{
 	"streamablehttp": TransportHTTP, "streamable": TransportHTTP, "https": TransportHTTP,
 	"http+sse": TransportSSE, "server-sent-events": TransportSSE,
 	"subprocess": TransportStdio, "process": TransportStdio,
+}
+
+// scalarKeys returns the keys of section path that hold scalars.
+func scalarKeys(path string) []string {
+	var out []string
+	for _, k := range sectionKeys[path] {
+		if _, nested := sectionKeys[path+"."+k]; !nested {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // suggest returns the known word closest to an unknown one, or "".

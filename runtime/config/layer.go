@@ -1,7 +1,10 @@
 package config
 
 import (
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/viper"
 )
@@ -38,13 +41,16 @@ func layer(d *document, env lookup) *layered {
 		l.v.SetDefault("gateway."+k, v)
 	}
 
-	gw := map[string]any{}
-	for k, e := range d.gateway {
-		gw[k] = e.val.Value
-		l.lines["gateway."+k] = e.key.Line
+	file := map[string]any{}
+	var keys []string
+	for _, path := range slices.Sorted(maps.Keys(sectionKeys)) {
+		for k, e := range d.settings[path] {
+			section(file, path)[k] = e.val.Value
+			l.lines[path+"."+k] = e.key.Line
+		}
+		keys = append(keys, prefixed(path+".", scalarKeys(path))...)
 	}
 	bs := map[string]any{}
-	keys := prefixed("gateway.", gatewayKeys)
 	for _, b := range d.backends {
 		m := map[string]any{}
 		for _, k := range backendScalarKeys {
@@ -56,8 +62,9 @@ func layer(d *document, env lookup) *layered {
 		bs[b.name] = m
 		keys = append(keys, prefixed("backends."+b.name+".", backendScalarKeys)...)
 	}
+	file["backends"] = bs
 	// MergeConfigMap only fails on a nil map.
-	_ = l.v.MergeConfigMap(map[string]any{"gateway": gw, "backends": bs})
+	_ = l.v.MergeConfigMap(file)
 
 	for _, k := range keys {
 		name := overrideName(k)
@@ -79,6 +86,19 @@ func (l *layered) get(key string) value {
 		v.raw, v.ok = l.v.GetString(key), true
 	}
 	return v
+}
+
+// section returns the map at dotted path inside m, creating it as needed.
+func section(m map[string]any, path string) map[string]any {
+	for k := range strings.SplitSeq(path, ".") {
+		sub, ok := m[k].(map[string]any)
+		if !ok {
+			sub = map[string]any{}
+			m[k] = sub
+		}
+		m = sub
+	}
+	return m
 }
 
 func prefixed(prefix string, keys []string) []string {

@@ -19,6 +19,8 @@ type LoadOptions struct {
 
 // DefaultGateway returns the gateway settings used where kiln.yaml is
 // silent. StateDir is relative; Load resolves it against the config's folder.
+// Sandbox limits and Output thresholds stay zero, leaving the defaults to
+// the sandbox and the pipeline, which own them.
 func DefaultGateway() Gateway {
 	return Gateway{
 		Name:           "kiln",
@@ -27,6 +29,12 @@ func DefaultGateway() Gateway {
 		ConnectTimeout: 30 * time.Second,
 		MaxOutputSize:  200000,
 		LogLevel:       "info",
+		Output: Output{
+			IntentFilter:    true,
+			AutoChunkJSON:   true,
+			SmartTruncation: true,
+			SizeFooter:      true,
+		},
 	}
 }
 

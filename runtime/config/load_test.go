@@ -32,6 +32,20 @@ func TestLoadFull(t *testing.T) {
 			ConnectTimeout: time.Minute,
 			MaxOutputSize:  50000,
 			LogLevel:       "debug",
+			Sandbox: Sandbox{
+				Timeout:       20 * time.Second,
+				MaxTimeout:    2 * time.Minute,
+				MemoryBytes:   64 << 20,
+				MaxCalls:      20,
+				MaxConcurrent: 4,
+				QueueWait:     500 * time.Millisecond,
+			},
+			Output: Output{
+				AutoChunkJSON:   true,
+				IntentThreshold: 4000,
+				ChunkThreshold:  8192,
+				TruncateAt:      30000,
+			},
 		},
 		Backends: []Backend{
 			{

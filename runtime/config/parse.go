@@ -15,8 +15,10 @@ import (
 // document is what parse keeps of a kiln.yaml: the YAML nodes of each
 // setting, with keys exactly as written.
 type document struct {
-	gateway  map[string]entry // by key
-	backends []*rawBackend    // in file order
+	// settings maps a section's path ("gateway", "gateway.sandbox") to its
+	// scalar settings by key.
+	settings map[string]map[string]entry
+	backends []*rawBackend // in file order
 }
 
 // rawBackend is one backend's settings as written.
@@ -51,12 +53,12 @@ func parse(data []byte, ps *problems) *document {
 	if !pr.version(top, ents) {
 		return nil
 	}
-	d := &document{}
+	d := &document{settings: map[string]map[string]entry{}}
 	for _, e := range ents {
 		switch k := e.key.Value; k {
 		case "version":
 		case "gateway":
-			d.gateway = pr.section(e, "gateway", gatewayKeys)
+			pr.section(e, "gateway", d)
 		case "backends":
 			d.backends = pr.backends(e)
 		default:
@@ -158,26 +160,32 @@ func (pr parser) entries(n *yaml.Node, path string) (ents []entry, ok bool) {
 	return ents, ok
 }
 
-// section parses a mapping of scalar settings with the given keys.
-func (pr parser) section(e entry, path string, known []string) map[string]entry {
+// section parses the mapping of settings at path (a key of sectionKeys)
+// and the sections nested in it into d.
+func (pr parser) section(e entry, path string, d *document) {
 	if isNull(e.val) {
-		return nil
+		return
 	}
 	if e.val.Kind != yaml.MappingNode {
 		pr.p.add(e.val.Line, path, "is %s; want a mapping of settings", kind(e.val))
-		return nil
+		return
 	}
+	known := sectionKeys[path]
 	ents, _ := pr.entries(e.val, path)
 	out := map[string]entry{}
 	for _, s := range ents {
+		kp := keyPath(path, s.key.Value)
+		_, nested := sectionKeys[kp]
 		switch {
 		case !slices.Contains(known, s.key.Value):
 			pr.unknown(s.key, path, known)
-		case pr.scalar(s.val, keyPath(path, s.key.Value)):
+		case nested:
+			pr.section(s, kp, d)
+		case pr.scalar(s.val, kp):
 			out[s.key.Value] = s
 		}
 	}
-	return out
+	d.settings[path] = out
 }
 
 // backends parses the backends mapping.

@@ -42,7 +42,7 @@ backends:
 version: 1
 gateway:
   colour: blue
-`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size or log_level"}},
+`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox or output"}},
 		{"unknown transport", `
 version: 1
 backends:

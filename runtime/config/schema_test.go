@@ -99,7 +99,8 @@ func TestSchemaMatchesLoader(t *testing.T) {
 		Properties map[string]json.RawMessage
 		Gateway    struct {
 			Properties map[string]struct {
-				AnyOf []struct{ Enum []string }
+				AnyOf      []struct{ Enum []string }
+				Properties map[string]json.RawMessage
 			}
 		}
 		Backends struct {
@@ -141,6 +142,13 @@ func TestSchemaMatchesLoader(t *testing.T) {
 			for k := range m {
 				out = append(out, k)
 			}
+		case map[string]struct {
+			AnyOf      []struct{ Enum []string }
+			Properties map[string]json.RawMessage
+		}:
+			for k := range m {
+				out = append(out, k)
+			}
 		}
 		slices.Sort(out)
 		return out
@@ -153,6 +161,8 @@ func TestSchemaMatchesLoader(t *testing.T) {
 	}{
 		{"top-level keys", keys(s.Properties), topKeys},
 		{"gateway keys", keys(s.Gateway.Properties), gatewayKeys},
+		{"sandbox keys", keys(s.Gateway.Properties["sandbox"].Properties), sandboxKeys},
+		{"output keys", keys(s.Gateway.Properties["output"].Properties), outputKeys},
 		{"backend keys", keys(s.Backend.Properties), backendKeys},
 		{"transports", s.Backend.Properties["transport"].AnyOf[0].Enum, transports},
 		{"log levels", s.Gateway.Properties["log_level"].AnyOf[0].Enum, logLevels},
@@ -192,6 +202,16 @@ func TestSchemaRejectsWhatLoaderRejects(t *testing.T) {
 		{"bad log level", "version: 1\ngateway: {log_level: loud}\n"},
 		{"bad header name", stdio + "    transport: http\n    url: http://a.test\n    headers: {\"A B\": x}\n"},
 		{"empty backend", stdio},
+		{"unknown sandbox key", "version: 1\ngateway: {sandbox: {memroy: 1MiB}}\n"},
+		{"unknown output key", "version: 1\ngateway: {output: {footer: false}}\n"},
+		{"sandbox is a value", "version: 1\ngateway: {sandbox: 5}\n"},
+		{"bad size", "version: 1\ngateway: {sandbox: {memory: 50 potatoes}}\n"},
+		{"negative size", "version: 1\ngateway: {sandbox: {memory: -5}}\n"},
+		{"zero max calls", "version: 1\ngateway: {sandbox: {max_calls: 0}}\n"},
+		{"negative queue wait", "version: 1\ngateway: {sandbox: {queue_wait: -1s}}\n"},
+		{"queue wait without unit", "version: 1\ngateway: {sandbox: {queue_wait: 2}}\n"},
+		{"output flag yes", "version: 1\ngateway: {output: {size_footer: yes}}\n"},
+		{"zero threshold", "version: 1\ngateway: {output: {truncate_at: 0}}\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

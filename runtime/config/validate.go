@@ -59,31 +59,59 @@ func (c *checker) node(key string, n *yaml.Node) value {
 	return c.expand(value{key: key, raw: n.Value, line: n.Line, ok: true})
 }
 
+// duration parses a positive duration, or returns def.
 func (c *checker) duration(v value, def time.Duration) time.Duration {
-	if !v.ok || v.bad {
+	d, ok := c.parseDuration(v)
+	if ok && d <= 0 {
+		c.p.addValue(v, "must be positive, got %s; use e.g. 30s", strconv.Quote(v.raw))
+		ok = false
+	}
+	if !ok {
 		return def
+	}
+	return d
+}
+
+// wait parses a duration that may be zero ("do not wait"), or returns def.
+func (c *checker) wait(v value, def time.Duration) time.Duration {
+	d, ok := c.parseDuration(v)
+	if ok && d < 0 {
+		c.p.addValue(v, "must not be negative, got %s; use e.g. 2s, or 0s", strconv.Quote(v.raw))
+		ok = false
+	}
+	if !ok {
+		return def
+	}
+	return d
+}
+
+// parseDuration parses v as a Go duration; ok is false when v is absent or
+// was reported.
+func (c *checker) parseDuration(v value) (d time.Duration, ok bool) {
+	if !v.ok || v.bad {
+		return 0, false
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(v.s))
 	switch {
 	case err != nil && isDigits(v.s):
-		c.p.addValue(v, "%s has no unit; write %ss (or ms, m, h)", strconv.Quote(v.raw), v.s)
+		c.p.addValue(v, "%s has no unit; write %ss (or ms, m, h)", strconv.Quote(v.raw), strings.TrimSpace(v.s))
 	case err != nil:
 		c.p.addValue(v, "invalid duration %s; use Go syntax such as 30s, 1m30s or 500ms", strconv.Quote(v.raw))
-	case d <= 0:
-		c.p.addValue(v, "must be positive, got %s; use e.g. 30s", strconv.Quote(v.raw))
 	default:
-		return d
+		return d, true
 	}
-	return def
+	return 0, false
 }
 
-func (c *checker) positive(v value, def int) int {
+// positive parses a whole number of at least 1, or returns def; example
+// goes in the hint.
+func (c *checker) positive(v value, def, example int) int {
 	if !v.ok || v.bad {
 		return def
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v.s))
 	if err != nil || n <= 0 {
-		c.p.addValue(v, "want a positive whole number such as %d, got %s", def, strconv.Quote(v.raw))
+		c.p.addValue(v, "want a positive whole number such as %d, got %s", example, strconv.Quote(v.raw))
 		return def
 	}
 	return n

@@ -180,7 +180,7 @@ func BenchmarkSetup(b *testing.B) {
 	b.Run("shape-check", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := checkShape(threeCallsTS, 1<<20, 400); err != nil {
+			if err := checkShape(threeCallsTS, 1<<20, 1000); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -53,7 +53,7 @@ type Limits struct {
 	// MaxLogBytes bounds captured console output per run (64 KiB).
 	MaxLogBytes int
 	// MaxCodeBytes bounds the submitted code (256 KiB); MaxNesting bounds
-	// its syntactic nesting as estimated by the pre-scan (400).
+	// its syntactic nesting as estimated by the pre-scan (1000).
 	MaxCodeBytes, MaxNesting int
 	// MaxCallStack is goja's call-stack limit in frames (2000).
 	MaxCallStack int
@@ -94,7 +94,7 @@ func (l Limits) withDefaults() Limits {
 	defDur(&l.QueueWait, 2*time.Second)
 	def(&l.MaxLogBytes, 64<<10)
 	def(&l.MaxCodeBytes, 256<<10)
-	def(&l.MaxNesting, 400)
+	def(&l.MaxNesting, 1000)
 	def(&l.MaxCallStack, 2000)
 	def(&l.MaxString, int(l.Memory/4))
 	def(&l.MaxArray, int(l.Memory/32))

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -83,7 +84,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	disp.Start(ctx)
 	defer disp.Close()
 
-	sb, err := sandbox.New(sandbox.Options{Preamble: genbridge.Preamble, Caller: disp, Logger: log, Backends: reg.BackendNames})
+	lim := cfg.Gateway.Sandbox
+	sb, err := sandbox.New(sandbox.Options{Preamble: genbridge.Preamble, Caller: disp, Logger: log, Backends: reg.BackendNames,
+		Limits: sandbox.Limits{
+			Timeout: lim.Timeout, MaxTimeout: lim.MaxTimeout, Memory: lim.MemoryBytes, MaxCalls: lim.MaxCalls,
+			MaxConcurrent: lim.MaxConcurrent, QueueWait: lim.QueueWait,
+		}})
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: sandbox: %v\n", err)
 		return exitFail
@@ -105,7 +111,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Registry:       reg,
 			Resolver:       bridgeTable(reg),
 			Sandbox:        sb,
-			DefaultTimeout: cfg.Gateway.CallTimeout,
+			DefaultTimeout: sb.Limits().Timeout,
+			MaxTimeout:     sb.Limits().MaxTimeout,
 			Output:         outputOptions(cfg),
 			Counter:        counter,
 			Logger:         log,
@@ -176,8 +183,14 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 }
 
 func outputOptions(cfg *config.Config) pipeline.Options {
+	out := cfg.Gateway.Output
 	o := pipeline.DefaultOptions()
 	o.MaxOutputSize = cfg.Gateway.MaxOutputSize
+	o.IntentFilter, o.AutoChunkJSON, o.SmartTruncation, o.SizeFooter = out.IntentFilter, out.AutoChunkJSON, out.SmartTruncation, out.SizeFooter
+	// Zero thresholds keep the pipeline's defaults.
+	o.IntentThreshold = cmp.Or(out.IntentThreshold, o.IntentThreshold)
+	o.ChunkThreshold = cmp.Or(out.ChunkThreshold, o.ChunkThreshold)
+	o.TruncateAt = cmp.Or(out.TruncateAt, o.TruncateAt)
 	return o
 }
 

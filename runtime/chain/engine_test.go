@@ -1,0 +1,103 @@
+package chain
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/sandbox"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// recorder stands in for the dispatcher and remembers what was called, so
+// a test can tell a wrong call from a right one.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recorder) CallTool(_ context.Context, backend, tool string, args json.RawMessage) (*toolcall.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, backend+"."+tool+" "+string(args))
+	return toolcall.Text(`{"echo":` + string(args) + `}`), nil
+}
+
+func newEngine(t *testing.T) (*Engine, *recorder) {
+	t.Helper()
+	tools := []manifest.Tool{
+		{Name: "web_search", Description: "Searches the web.", InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`)},
+		{Name: "get-data", Description: "Gets data.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	}
+	reg := registry.New()
+	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "my-backend", Tools: tools}, true); err != nil {
+		t.Fatal(err)
+	}
+	backends := []bridge.Backend{{Name: "my-backend", Tools: tools}}
+	rec := &recorder{}
+	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Caller: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Options{Caller: rec, Registry: reg, Resolver: bridge.Lookup(backends), Sandbox: sb}), rec
+}
+
+func tierOf(t *testing.T, r *toolcall.Result) Tier {
+	t.Helper()
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(r.Meta, &meta); err != nil {
+		t.Fatalf("result has no _meta: %v", err)
+	}
+	var tier Tier
+	if err := json.Unmarshal(meta["kiln/tier"], &tier); err != nil {
+		t.Fatalf("_meta has no kiln/tier: %s", r.Meta)
+	}
+	return tier
+}
+
+func TestTierSelection(t *testing.T) {
+	tests := []struct {
+		name, code string
+		tier       Tier
+		call       string // the one backend call expected, "" for none
+		text       string // substring of the result text
+	}{
+		{"json", `{"tool":"my-backend.web_search","arguments":{"query":"q"}}`, TierDirect, `my-backend.web_search {"query":"q"}`, ""},
+		{"const and return", `const r = await my_backend.web_search({query: 'q'}); return r;`, TierSimple, `my-backend.web_search {"query":"q"}`, ""},
+		{"return await", `return await my_backend.web_search({"query": "q",})`, TierSimple, `my-backend.web_search {"query":"q"}`, ""},
+		{"bare call", `my_backend.get_data()`, TierSimple, `my-backend.get-data {}`, ""},
+		{"globalThis with original names", `await globalThis['my-backend']['get-data']({n: -1.5e3})`, TierSimple, `my-backend.get-data {"n":-1500}`, ""},
+		{"introspection", `__getToolInterface("my-backend.web_search")`, TierSimple, "", "Searches the web."},
+		{"interfaces keys", `Object.keys(__interfaces["my-backend"])`, TierSimple, "", "get-data"},
+		// Near misses: each must reach the sandbox, never a wrong tier-2 call.
+		{"template literal argument", "return await my_backend.web_search({query: `q`})", TierSandbox, `my-backend.web_search {"query":"q"}`, ""},
+		{"computed argument", `return await my_backend.web_search({query: "a" + "b"})`, TierSandbox, `my-backend.web_search {"query":"ab"}`, ""},
+		{"returns another name", `const r = await my_backend.get_data(); return 42;`, TierSandbox, `my-backend.get-data {}`, "42"},
+		{"two statements", `const a = 1; return await my_backend.get_data({a})`, TierSandbox, `my-backend.get-data {"a":1}`, ""},
+		{"unknown backend gets hints", `return await my_backendd.get_data()`, TierSandbox, "", "my_backend"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, rec := newEngine(t)
+			r := e.Run(t.Context(), Request{Code: tc.code})
+			if got := tierOf(t, r); got != tc.tier {
+				t.Errorf("tier = %d, want %d (result %s)", got, tc.tier, r.TextContent())
+			}
+			var want []string
+			if tc.call != "" {
+				want = []string{tc.call}
+			}
+			if strings.Join(rec.calls, "|") != strings.Join(want, "|") {
+				t.Errorf("calls = %q, want %q", rec.calls, want)
+			}
+			if !strings.Contains(r.TextContent(), tc.text) {
+				t.Errorf("result lacks %q:\n%s", tc.text, r.TextContent())
+			}
+		})
+	}
+}
