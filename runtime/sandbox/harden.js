@@ -28,6 +28,7 @@ const strIndexOf = S.prototype.indexOf, strSlice = S.prototype.slice;
 const dateNow = Date.now;
 const iterSym = Symbol.iterator, spreadSym = Symbol.isConcatSpreadable;
 const AP = A.prototype, SP = S.prototype, FP = Function.prototype;
+const NOARGS = freeze([]);
 
 const limit = (what, max) => {
   throw new RangeErr(what + " would exceed the sandbox limit of " + max + "; work on smaller pieces");
@@ -238,31 +239,23 @@ for (const name of ["copyWithin", "every", "fill", "filter", "find", "findIndex"
 const origValues = AP.values;
 const values = wrap(AP, "values", (orig) => ({values() {
   if (this !== null && this !== undefined) arrayLen(O(this));
-  return apply(orig, this, []);
+  return apply(orig, this, NOARGS);
 }}).values);
 defineProperty(AP, iterSym, {value: values, writable: true, enumerable: false, configurable: true});
 // Every arguments object carries the original values function, which
 // iterates any array-like without the check above; a JS step in every
 // array iterator's next keeps such a loop interruptible and visible to the
 // memory watchdog.
-wrap(getPrototypeOf(apply(origValues, [], [])), "next", (orig) => ({next() { return apply(orig, this, []); }}).next);
-// join builds the strings itself so that elements whose toString returns
-// big strings count too; the recursion through nested arrays runs in JS,
-// where the call-stack limit applies.
-wrap(AP, "join", (orig) => ({join(separator) {
+wrap(getPrototypeOf(apply(origValues, [], [])), "next", (orig) => ({next() { return apply(orig, this, NOARGS); }}).next);
+// join: the host builds the string in one pass with the cap checked as it
+// grows, reading each element once (a getter cannot return a small value
+// to a size check and a big one to the join). Elements that are objects
+// convert through their JS toString, so nested arrays recurse in JS, where
+// the call-stack limit applies.
+install(AP, "join", ({join(separator) {
   const o = O(coercible(this, "Array.prototype.join"));
   const n = arrayLen(o);
-  const sep = separator === undefined ? "," : S(separator);
-  const parts = [];
-  let total = n > 0 ? (n - 1) * sep.length : 0;
-  checkString(total, "a joined string");
-  for (let i = 0; i < n; i++) {
-    const e = o[i];
-    parts[i] = e === undefined || e === null ? "" : S(e);
-    total += parts[i].length;
-    checkString(total, "a joined string");
-  }
-  return apply(orig, parts, [sep]);
+  return host.join(o, n, separator === undefined ? "," : S(separator), L.maxString);
 }}).join);
 const spreadable = (e) => {
   if (e === null || (typeof e !== "object" && typeof e !== "function")) return false;

@@ -24,7 +24,7 @@ var jsonCases = []string{
 	`(() => { const a = [1, 2]; a.extra = 3; return a })()`,
 	`(() => { const a = []; a.length = 3; a[1] = "x"; return a })()`,
 	`{get g() { return {deep: [1, {x: null}]} }}`,
-	`new Map([[1, 2]])`,
+	`new Map([[1, 2]])`, `"lone \uD800 surrogate \uDC00\uD83D\uDE00"`,
 	`[new Error("e")]`,
 }
 

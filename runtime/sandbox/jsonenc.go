@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
@@ -105,7 +106,7 @@ func (w *jsonWriter) value(holder *goja.Object, key string, v goja.Value) bool {
 	case goja.IsNull(v):
 		w.buf = append(w.buf, "null"...)
 	case goja.IsString(v):
-		w.buf = appendJSONString(w.buf, v.String())
+		w.buf = appendJSONValue(w.buf, v)
 	case goja.IsNumber(v):
 		if f := v.ToFloat(); math.IsNaN(f) || math.IsInf(f, 0) {
 			w.buf = append(w.buf, "null"...)
@@ -194,6 +195,39 @@ func (w *jsonWriter) newline(indent string) {
 	}
 }
 
+// appendJSONValue quotes a JS string. Lone surrogates, which a Go string
+// cannot hold, are written as \u escapes as JSON.stringify writes them.
+func appendJSONValue(buf []byte, v goja.Value) []byte {
+	s := v.String()
+	if !strings.ContainsRune(s, utf8.RuneError) {
+		return appendJSONString(buf, s)
+	}
+	const hex = "0123456789abcdef"
+	js, ok := v.(goja.String)
+	if !ok {
+		return appendJSONString(buf, s)
+	}
+	var units []uint16
+	for i := range js.Length() {
+		units = append(units, js.CharAt(i))
+	}
+	buf = append(buf, '"')
+	for i := 0; i < len(units); i++ {
+		u := units[i]
+		switch {
+		case utf16.IsSurrogate(rune(u)) && u < 0xdc00 && i+1 < len(units) && units[i+1] >= 0xdc00 && units[i+1] < 0xe000:
+			buf = utf8.AppendRune(buf, utf16.DecodeRune(rune(u), rune(units[i+1])))
+			i++
+		case utf16.IsSurrogate(rune(u)):
+			buf = append(buf, '\\', 'u', hex[u>>12], hex[(u>>8)&0xf], hex[(u>>4)&0xf], hex[u&0xf])
+		default:
+			q := appendJSONString(nil, string(rune(u)))
+			buf = append(buf, q[1:len(q)-1]...)
+		}
+	}
+	return append(buf, '"')
+}
+
 // appendJSONString quotes s as JSON.stringify does: only quotes,
 // backslashes and control characters are escaped.
 func appendJSONString(buf []byte, s string) []byte {
@@ -228,6 +262,43 @@ func appendJSONString(buf []byte, s string) []byte {
 	}
 	buf = append(buf, s[start:]...)
 	return append(buf, '"')
+}
+
+// join is Array.prototype.join for n elements of o, capped at max
+// characters. goja's StringBuilder keeps lone surrogates intact.
+func (r *run) join(o *goja.Object, n int64, sep goja.Value, max int) goja.Value {
+	sepStr, _ := sep.(goja.String)
+	if sepStr == nil {
+		sepStr = sep.ToString().(goja.String)
+	}
+	var b goja.StringBuilder
+	size := 0
+	for i := int64(0); i < n; i++ {
+		if i > 0 {
+			b.WriteString(sepStr)
+			size += sepStr.Length()
+		}
+		v := o.Get(strconv.FormatInt(i, 10))
+		if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
+			continue
+		}
+		if _, ok := v.(*goja.Symbol); ok {
+			panic(r.rt.NewTypeError("Cannot convert a Symbol value to a string"))
+		}
+		s, ok := v.(goja.String)
+		if !ok {
+			s, _ = v.ToString().(goja.String)
+		}
+		if s == nil {
+			continue
+		}
+		size += s.Length()
+		if size > max {
+			r.throwRange("a joined string of more than " + strconv.Itoa(max) + " characters would exceed the sandbox limit; work on smaller pieces")
+		}
+		b.WriteString(s)
+	}
+	return b.String()
 }
 
 // throwRange throws a RangeError into the running script.

@@ -86,6 +86,9 @@ func (s *Sandbox) prepare() (*prepared, error) {
 		"call":      func(fc goja.FunctionCall) goja.Value { return p.owner.nativeCall(fc) },
 		"log":       func(fc goja.FunctionCall) goja.Value { return p.owner.nativeLog(fc) },
 		"jsonDepth": func(fc goja.FunctionCall) goja.Value { return rt.ToValue(jsonDepth(fc.Argument(0).String())) },
+		"join": func(fc goja.FunctionCall) goja.Value {
+			return p.owner.join(fc.Argument(0).ToObject(rt), fc.Argument(1).ToInteger(), fc.Argument(2), int(fc.Argument(3).ToInteger()))
+		},
 		"stringify": func(fc goja.FunctionCall) goja.Value {
 			return p.owner.stringifyJSON(fc.Argument(0), fc.Argument(1), int(fc.Argument(2).ToInteger()))
 		},

@@ -410,3 +410,53 @@ type callerFunc func(context.Context, string, string, json.RawMessage) (*toolcal
 func (f callerFunc) CallTool(ctx context.Context, b, t string, a json.RawMessage) (*toolcall.Result, error) {
 	return f(ctx, b, t, a)
 }
+
+func TestTimeoutCancelsCalls(t *testing.T) {
+	sb, fc := newTestSandbox(t, Limits{}, nil)
+	out, err := sb.Run(t.Context(), `await Promise.all([exa.wait({}), exa.wait({}), exa.search({})])`, RunOptions{Timeout: 100 * time.Millisecond})
+	if err != nil || !errors.Is(out.Cause, ErrTimeout) || !strings.Contains(out.Error, "waiting for 2 tool calls") {
+		t.Fatalf("Run: %v %+v", err, out)
+	}
+	for fc.active.Load() > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if got := fc.canceled.Load(); got != 2 {
+		t.Fatalf("canceled backend calls = %d, want 2", got)
+	}
+}
+
+func TestLimitsConfigurable(t *testing.T) {
+	sb, fc := newTestSandbox(t, Limits{MaxCalls: 3, MaxCallStack: 100, MaxCodeBytes: 200, MaxNesting: 30, MaxString: 1000, MaxArray: 50}, nil)
+	expectValue(t, sb, `for (let i = 0; i < 3; i++) await exa.search({i}); return 1`, `1`)
+	before := len(fc.log())
+	expectError(t, sb, `for (let i = 0; i < 4; i++) await exa.search({i})`, ErrThrown, "already made 3 tool calls")
+	if got := len(fc.log()) - before; got != 3 {
+		t.Fatalf("%d calls reached the backend, want 3", got)
+	}
+	expectValue(t, sb, `function f(n) { return n ? f(n - 1) : 0 } return f(50)`, `0`)
+	expectError(t, sb, `function f(n) { return n ? f(n - 1) : 0 } return f(500)`, ErrThrown, "more than 100 nested calls")
+	expectError(t, sb, `return 1;`+strings.Repeat(" ", 300), ErrSyntax, "the limit is 200")
+	expectError(t, sb, `return `+strings.Repeat("(", 20)+"1"+strings.Repeat(")", 20), ErrSyntax, "more than 30 levels")
+	expectValue(t, sb, `return "ab".repeat(500).length`, `1000`)
+	expectError(t, sb, `return "ab".repeat(501)`, ErrThrown, "limit of 1000 characters")
+	expectError(t, sb, `return Array(51).fill(0)`, ErrThrown, "limit of 50 elements")
+}
+
+// BenchmarkPromiseAllOverlap: three backend calls of 100 ms under
+// Promise.all take about 100 ms of wall time, not 300.
+func BenchmarkPromiseAllOverlap(b *testing.B) {
+	sb, _ := newTestSandbox(b, Limits{}, func(ctx context.Context, _, _ string, _ json.RawMessage) (*toolcall.Result, error) {
+		select {
+		case <-time.After(100 * time.Millisecond):
+			return toolcall.Text("{}"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	for b.Loop() {
+		out := runCode(b, sb, `return await Promise.all([exa.search({}), exa.search({}), exa.search({})])`)
+		if out.IsError {
+			b.Fatal(out.Error)
+		}
+	}
+}
