@@ -121,3 +121,47 @@ func TestIntrospectionMatchesSandbox(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTier2MatchesSandbox: whenever tier 2 accepts code, the sandbox makes
+// the same single call with the same bytes.
+func FuzzTier2MatchesSandbox(f *testing.F) {
+	backends := []bridge.Backend{
+		{Name: "exa", Tools: []manifest.Tool{{Name: "search", InputSchema: json.RawMessage(`{}`)}}},
+		{Name: "my-backend", Tools: []manifest.Tool{{Name: "get data", InputSchema: json.RawMessage(`{}`)}}},
+	}
+	table := bridge.Lookup(backends)
+	rec := &recorder{}
+	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Caller: rec})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{
+		`const r = await exa.search({q: "a", n: [1, 2.5e3, -0x1f], 'b': {c: null,},}); return r;`,
+		"let x = exa.search({s: 'it\\'s \\u{1F600}'})\nreturn x",
+		`return await globalThis['my-backend']["get data"]({1: 2, a: 3})`,
+		`exa.search()`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, code string) {
+		sc, ok := chain.ParseSimpleCall(code)
+		if !ok {
+			return
+		}
+		backend, tool, ok := table.Resolve(sc.Object, sc.Tool)
+		if !ok {
+			return
+		}
+		rec.mu.Lock()
+		rec.calls = nil
+		rec.mu.Unlock()
+		out, err := sb.Run(context.Background(), code, sandbox.RunOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := backend + "\x00" + tool + "\x00" + string(sc.Args)
+		if out.IsError || len(rec.calls) != 1 || rec.calls[0] != want {
+			t.Fatalf("%q:\ntier 2:  %q\nsandbox: %q %s", code, want, rec.calls, out.Error)
+		}
+	})
+}
