@@ -133,7 +133,8 @@ func startHTTP(t *testing.T, args ...string) string {
 }
 
 // callReady calls a tool, retrying while kiln reports its backend is still
-// starting (backends connect in the background by design).
+// starting or reconnecting (backends connect in the background by design,
+// and a slow machine can make a first connect time out).
 func callReady(t *testing.T, s session, name string, args map[string]any) result {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -142,7 +143,8 @@ func callReady(t *testing.T, s session, name string, args map[string]any) result
 		if err != nil {
 			t.Fatalf("%s(%v): %v", name, args, err)
 		}
-		if !r.IsError || !strings.Contains(r.Text(), "still starting") || time.Now().After(deadline) {
+		transient := strings.Contains(r.Text(), "still starting") || strings.Contains(r.Text(), "kiln retries connecting")
+		if !r.IsError || !transient || time.Now().After(deadline) {
 			return r
 		}
 		time.Sleep(200 * time.Millisecond)

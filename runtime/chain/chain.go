@@ -3,7 +3,6 @@ package chain
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -135,10 +134,12 @@ func (e *Engine) callDirect(ctx context.Context, call directCall) *toolcall.Resu
 	return res
 }
 
-// errorResult turns a dispatch failure into the text a model reads.
+// errorResult turns a dispatch failure into the text a model reads. The
+// dispatcher's errors already say what happened and what to do; only a
+// bare context error needs words added.
 func errorResult(err error) *toolcall.Result {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return toolcall.Errorf("call_tool_chain timed out: %v; pass a larger timeout (milliseconds) or split the work", err)
+	if err == context.DeadlineExceeded {
+		return toolcall.Errorf("call_tool_chain timed out; pass a larger timeout (milliseconds) or split the work")
 	}
 	return toolcall.Errorf("%s", strings.TrimSpace(err.Error()))
 }

@@ -49,9 +49,10 @@ type Dispatcher struct {
 	log   *slog.Logger
 	valid *schema.Validator
 
-	mu    sync.Mutex
-	slots map[string]*slot
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	slots  map[string]*slot
+	wg     sync.WaitGroup
+	cancel context.CancelFunc // stops background connects; set by Start
 }
 
 type slot struct {
@@ -60,6 +61,7 @@ type slot struct {
 	since time.Time
 	conn  *backend.Conn
 	err   error
+	retry time.Time     // when the next connect attempt starts, while unhealthy
 	ready chan struct{} // closed when the first connect attempt ends
 }
 
@@ -95,8 +97,10 @@ func New(reg *registry.Registry, cfg *config.Config, opts Options) *Dispatcher {
 }
 
 // Start connects every enabled backend concurrently in the background and
-// returns at once.
+// returns at once. A backend that fails to connect is retried with
+// exponential backoff until it connects or Close is called.
 func (d *Dispatcher) Start(ctx context.Context) {
+	ctx, d.cancel = context.WithCancel(ctx)
 	for _, s := range d.slots {
 		if s.state != StateStarting {
 			continue
@@ -122,7 +126,30 @@ func (d *Dispatcher) WaitReady(ctx context.Context) error {
 	return nil
 }
 
+// Backoff bounds for reconnecting a backend that failed to start.
+const (
+	firstRetry = time.Second
+	maxRetry   = 30 * time.Second
+)
+
 func (d *Dispatcher) connect(ctx context.Context, s *slot) {
+	first := true
+	for wait := firstRetry; ; wait = min(2*wait, maxRetry) {
+		if d.dial(ctx, s, wait, first) {
+			return
+		}
+		first = false
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// dial makes one connect attempt and records its outcome; it reports
+// whether the backend is now connected.
+func (d *Dispatcher) dial(ctx context.Context, s *slot, nextWait time.Duration, first bool) bool {
 	start := time.Now()
 	name := s.cfg.Name
 	conn, err := backend.DialTimeout(ctx, s.cfg, d.cfg.Gateway.ConnectTimeout, backend.Options{
@@ -136,15 +163,20 @@ func (d *Dispatcher) connect(ctx context.Context, s *slot) {
 	})
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	defer close(s.ready)
-	s.since = time.Now()
-	if err != nil {
-		s.state, s.err = StateUnhealthy, err
-		d.log.Error("backend failed to start", "backend", name, "err", err)
-		return
+	if first {
+		defer close(s.ready)
 	}
-	s.state, s.conn, s.err = StateHealthy, conn, nil
+	if err != nil {
+		if s.state != StateUnhealthy {
+			s.since = time.Now()
+		}
+		s.state, s.err, s.retry = StateUnhealthy, err, time.Now().Add(nextWait)
+		d.log.Error("backend failed to start", "backend", name, "err", err, "retry_in", nextWait)
+		return false
+	}
+	s.state, s.conn, s.err, s.since = StateHealthy, conn, nil, time.Now()
 	d.log.Info("backend connected", "backend", name, "protocol", conn.ProtocolVersion(), "took", time.Since(start).Round(time.Millisecond))
+	return true
 }
 
 // CallTool validates args against the tool's recorded schema and calls it
@@ -180,6 +212,9 @@ func (d *Dispatcher) CallTool(ctx context.Context, backendName, tool string, arg
 			d.opts.OnCall(id)
 		}
 		return res, nil
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, &Error{Code: CodeTimeout, Backend: backendName, Tool: tool, Err: err,
+			Message: fmt.Sprintf("%s did not answer before the caller's deadline (the call_tool_chain timeout); pass a larger timeout or split the work", id)}
 	case ctx.Err() != nil:
 		return nil, &Error{Code: CodeCanceled, Backend: backendName, Tool: tool, Err: err,
 			Message: fmt.Sprintf("%s was canceled by the client before %s answered", id, backendName)}
@@ -226,6 +261,9 @@ func (d *Dispatcher) conn(name, tool string) (*backend.Conn, error) {
 		if s.err != nil {
 			msg += ": " + firstLines(s.err.Error(), 8)
 		}
+		if !s.retry.IsZero() {
+			msg += fmt.Sprintf("\nkiln retries connecting at %s; try again after that.", s.retry.Format(time.RFC3339))
+		}
 		return nil, &Error{Code: CodeUnavailable, Backend: name, Tool: tool, Err: s.err,
 			Message: msg + fmt.Sprintf("\nRead kiln://backend/%s for details.", name)}
 	}
@@ -253,6 +291,9 @@ func (d *Dispatcher) Status() []Status {
 
 // Close stops every backend connection and waits for pending connects.
 func (d *Dispatcher) Close() error {
+	if d.cancel != nil {
+		d.cancel()
+	}
 	d.wg.Wait()
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -5,12 +5,13 @@
 // A script is TypeScript or JavaScript: a body with top-level await and
 // return, or a module exporting `main` (default or named). esbuild
 // transpiles it in-process; plain JS that goja parses as is skips esbuild.
-// Each Run gets a fresh runtime that executes, in order, the hardening
-// script (harden.js), the bridge preamble compiled once by New, any dynamic
-// preamble for backends registered at run time, and the script. Backend
-// tools are real async calls: __kiln_call starts a goroutine per call on
-// the Caller and the run's event loop resolves the promise when it
-// returns, so Promise.all overlaps calls.
+// Each Run gets a fresh runtime that has run, in order, the hardening
+// script (harden.js) and the bridge preamble compiled once by New — a few
+// such runtimes are prepared ahead, off the request path, and each serves
+// exactly one run — then any dynamic preamble for backends registered at
+// run time, then the script. Backend tools are real async calls:
+// __kiln_call starts a goroutine per call on the Caller and the run's event
+// loop settles the promise when it returns, so Promise.all overlaps calls.
 //
 // goja has no heap limit and cannot interrupt native code, so every limit
 // is enforced before the step that would break it:
@@ -20,14 +21,17 @@
 //   - memory: a watchdog samples the live heap (runtime/metrics) and
 //     interrupts the runs executing JS when the heap passes the sum of
 //     their budgets; builtins that allocate or recurse in one native step
-//     (repeat, padStart, join, flat, replace, JSON, Array iteration of
-//     sparse lengths, bind chains…) are capped in harden.js; a parser bomb
-//     is refused by a linear pre-scan of the code (shape.go);
+//     (repeat, padStart, join, flat, replace, JSON, iteration of sparse
+//     lengths, bind chains…) are capped in harden.js or reimplemented in Go
+//     with a cap (jsonenc.go); a parser bomb is refused by a linear
+//     pre-scan of the code (shape.go) before esbuild or goja recurse on it;
 //   - regular expressions: regexp2's match timeout, surfaced as an error;
 //   - recursion: goja's call-stack limit;
 //   - concurrency: a semaphore whose slot is held until the run's goroutine
 //     has really finished, so runs stuck in native code cannot pile up.
 //
-// Lifecycle: New (compiles the hardening script and the preamble) → Run
-// from any number of goroutines. A Sandbox needs no Close.
+// Package jslit, beside it, reads JS literals without an engine for tier 2.
+//
+// Lifecycle: New (compiles the preamble, prepares a runtime) → Run from
+// any number of goroutines. A Sandbox needs no Close.
 package sandbox

@@ -315,41 +315,38 @@ wrap(FP, "bind", (orig) => ({bind(...args) {
 }}).bind);
 
 // 2e. JSON. The native stringify loops in Go, so a DAG of shared references
-// (x = [x, x] thirty times) would expand to 2^30 copies in one step. With a
-// replacer, a wrapping replacer runs in JS for every value, which makes
-// stringify interruptible and lets it count the output and the nesting
-// depth as it goes.
+// (x = [x, x] thirty times) would expand to 2^30 copies in one step. The
+// host's encoder (Go) caps size and depth at native speed; with a function
+// replacer, a wrapping replacer runs in JS for every value instead, which
+// makes stringify interruptible and lets it count as it goes.
 const boxed = (v) => {
   const t = apply(objToString, v, []);
   return t === "[object Number]" || t === "[object String]" || t === "[object Boolean]";
 };
-const stringifyCapped = (value, replacer, space, cap) => {
-  const fn = typeof replacer === "function" ? replacer : undefined;
-  let allow, order;
-  if (fn === undefined && isArray(replacer)) {
-    allow = new SetCtor();
-    order = [];
-    for (let i = 0; i < replacer.length; i++) {
-      const k = replacer[i];
-      const key = typeof k === "string" ? k : (typeof k === "number" || (k !== null && typeof k === "object" && boxed(k))) ? S(k) : undefined;
-      if (key !== undefined && !apply(setHas, allow, [key])) { apply(setAdd, allow, [key]); order[order.length] = key; }
-    }
+// allowList turns an array replacer into its property list.
+const allowList = (replacer) => {
+  const seen = new SetCtor();
+  const order = [];
+  for (let i = 0; i < replacer.length; i++) {
+    const k = replacer[i];
+    const key = typeof k === "string" ? k : (typeof k === "number" || (k !== null && typeof k === "object" && boxed(k) && typeof k.valueOf() !== "boolean")) ? S(k) : undefined;
+    if (key !== undefined && !apply(setHas, seen, [key])) { apply(setAdd, seen, [key]); order[order.length] = key; }
   }
+  return order;
+};
+// stringifyCapped runs the native stringify with a function replacer,
+// wrapped so that it counts the output and the depth.
+const stringifyCapped = (value, fn, space, cap) => {
   let gap = 0;
   if (typeof space === "number" || (space !== null && typeof space === "object" && apply(objToString, space, []) === "[object Number]")) gap = min(10, toInt(space));
   else if (typeof space === "string" || (space !== null && typeof space === "object" && apply(objToString, space, []) === "[object String]")) gap = min(10, S(space).length);
   const path = [];
   let size = 0;
   return apply(origStringify, JSON, [value, function (key, v) {
-    if (fn !== undefined) v = apply(fn, this, [key, v]);
+    v = apply(fn, this, [key, v]);
     while (path.length > 0 && path[path.length - 1] !== this) path.length--;
     if (path.length >= L.maxDepth) limit("JSON nesting deeper than " + path.length, L.maxDepth + " levels");
     if (v !== null && typeof v === "object" && !boxed(v)) {
-      if (order !== undefined && !isArray(v)) {
-        const picked = {};
-        for (let i = 0; i < order.length; i++) picked[order[i]] = v[order[i]];
-        v = picked;
-      }
       path[path.length] = v;
       size += 2;
     } else if (typeof v === "string") size += v.length + 2;
@@ -362,8 +359,8 @@ const stringifyCapped = (value, replacer, space, cap) => {
 // Without a replacer the host's capped encoder (Go) does the work at
 // native speed.
 install(JSON, "stringify", ({stringify(value, replacer, space) {
-  if (typeof replacer === "function" || isArray(replacer)) return stringifyCapped(value, replacer, space, L.maxString);
-  return host.stringify(value, space, L.maxString);
+  if (typeof replacer === "function") return stringifyCapped(value, replacer, space, L.maxString);
+  return host.stringify(value, space, L.maxString, isArray(replacer) ? allowList(replacer) : undefined);
 }}).stringify);
 install(JSON, "parse", ({parse(text, reviver) {
   const s = S(text);

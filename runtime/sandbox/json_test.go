@@ -104,3 +104,23 @@ func TestLiteralMatchesEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestStringifyReplacerMatchesNative covers the JS path taken with a
+// replacer.
+func TestStringifyReplacerMatchesNative(t *testing.T) {
+	sb, _ := newTestSandbox(t, Limits{}, nil)
+	plain := goja.New()
+	for _, call := range []string{
+		`JSON.stringify({a: 1, b: [1, {a: 2, z: 3}], c: {a: 3, d: 4}}, ["a", "c", "b"])`,
+		`JSON.stringify({1: "x", a: 1, b: 2}, [new String("a"), 1, 1, {}], 2)`,
+		`JSON.stringify({a: 1, b: "x", c: [1, 2]}, (k, v) => typeof v === "number" ? v * 2 : v, "\t")`,
+		`JSON.stringify({a: {toJSON() { return {b: 1} }}}, (k, v) => k === "b" ? undefined : v)`,
+		`JSON.stringify([new Number(1), new String("s")], (k, v) => v)`,
+	} {
+		want, err := plain.RunString("JSON.stringify([" + call + "])")
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectValue(t, sb, "return ["+call+"]", want.String())
+	}
+}

@@ -20,8 +20,11 @@ const maxJSONDepth = 1000
 // step; this one stops at cap bytes and at maxJSONDepth. A replacer in JS
 // can do the same, but costs a JS call per value (about 10× slower).
 // It panics with a goja exception, as a native function throws.
-func (r *run) stringifyJSON(v, space goja.Value, cap int) goja.Value {
-	w := jsonWriter{r: r, cap: cap, gap: jsonGap(space)}
+//
+// keys, when not nil, is the property list of an array replacer: objects
+// then serialize those keys, in that order.
+func (r *run) stringifyJSON(v, space goja.Value, cap int, keys []string) goja.Value {
+	w := jsonWriter{r: r, cap: cap, gap: jsonGap(space), keys: keys}
 	holder := r.rt.NewObject()
 	if !w.value(holder, "", v) {
 		return goja.Undefined()
@@ -65,6 +68,7 @@ type jsonWriter struct {
 	buf   []byte
 	cap   int
 	gap   string
+	keys  []string
 	stack []*goja.Object
 }
 
@@ -165,7 +169,11 @@ func (w *jsonWriter) object(o *goja.Object) {
 	}
 	w.buf = append(w.buf, '{')
 	empty := true
-	for _, k := range o.Keys() {
+	keys := w.keys
+	if keys == nil {
+		keys = o.Keys()
+	}
+	for _, k := range keys {
 		mark := len(w.buf)
 		if !empty {
 			w.buf = append(w.buf, ',')

@@ -17,7 +17,7 @@ import (
 func (r *run) success(v goja.Value) *Outcome {
 	out := &Outcome{Value: nullJSON, Calls: int(r.calls.Load())}
 	var s goja.Value
-	ex, err := r.guard(func() { s = r.stringifyJSON(v, nil, r.sb.lim.MaxResultBytes) })
+	ex, err := r.guard(func() { s = r.stringifyJSON(v, nil, r.sb.lim.MaxResultBytes, nil) })
 	switch {
 	case err != nil:
 		return r.failure(err)

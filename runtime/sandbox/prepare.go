@@ -79,7 +79,7 @@ func (s *Sandbox) prepare() (*prepared, error) {
 	limits := map[string]any{
 		"maxArray": lim.MaxArray, "maxString": lim.MaxString, "maxPattern": 32 << 10,
 		"regexpTimeoutMs": regexpTimeoutMs(), "maxBind": 64, "maxDepth": maxJSONDepth,
-		"maxLog": lim.MaxLogBytes, "maxArgs": lim.MaxArgBytes, "maxResult": lim.MaxResultBytes,
+		"maxLog": lim.MaxLogBytes, "maxArgs": lim.MaxArgBytes,
 	}
 	host := rt.NewObject()
 	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
@@ -90,7 +90,16 @@ func (s *Sandbox) prepare() (*prepared, error) {
 			return p.owner.join(fc.Argument(0).ToObject(rt), fc.Argument(1).ToInteger(), fc.Argument(2), int(fc.Argument(3).ToInteger()))
 		},
 		"stringify": func(fc goja.FunctionCall) goja.Value {
-			return p.owner.stringifyJSON(fc.Argument(0), fc.Argument(1), int(fc.Argument(2).ToInteger()))
+			var keys []string
+			if list, ok := fc.Argument(3).(*goja.Object); ok {
+				if err := rt.ExportTo(list, &keys); err != nil {
+					panic(rt.NewTypeError("bad property list"))
+				}
+				if keys == nil {
+					keys = []string{}
+				}
+			}
+			return p.owner.stringifyJSON(fc.Argument(0), fc.Argument(1), int(fc.Argument(2).ToInteger()), keys)
 		},
 	} {
 		if err := host.Set(name, fn); err != nil {
