@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kilnmcp/kiln/runtime/bridge"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
@@ -43,6 +44,9 @@ type Options struct {
 	// Resolver maps identifiers in TypeScript to backend and tool names
 	// (the bridge's table); nil disables tier 2.
 	Resolver Resolver
+	// Bridge lists the backends the sandbox preamble binds, so tier 2 can
+	// answer introspection exactly as the sandbox would.
+	Bridge []bridge.Backend
 	// Sandbox runs tier-3 programs; nil means JSON and tier-2 calls only.
 	Sandbox Sandbox
 	// DefaultTimeout applies when a request names none (default 30s);

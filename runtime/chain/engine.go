@@ -1,11 +1,11 @@
 package chain
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -44,83 +44,17 @@ func (e *Engine) simple(ctx context.Context, code string) (*toolcall.Result, boo
 		return res, true
 	}
 	if in, ok := ParseIntrospection(code); ok {
-		v, found := e.introspect(in)
-		if !found {
-			return nil, false // let the engine produce JS's own answer or error
+		raw, ok := in.Answer(e.opts.Bridge)
+		if !ok {
+			return nil, false // it depends on JS semantics: let the engine answer
 		}
-		raw, err := json.MarshalIndent(v, "", " ")
-		if err != nil {
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, raw, "", " ") != nil {
 			return nil, false
 		}
-		return toolcall.Text(string(raw)), true
+		return toolcall.Text(pretty.String()), true
 	}
 	return nil, false
-}
-
-// introspect answers __interfaces… and __getToolInterface(name) from the
-// registry, with the same shape the preamble's table has.
-func (e *Engine) introspect(in Introspection) (any, bool) {
-	iface := func(backend, tool string) any {
-		t, err := e.opts.Registry.Resolve(backend + "." + tool)
-		if err != nil {
-			return nil
-		}
-		return map[string]any{"name": t.Name, "description": t.Description, "input_schema": t.InputSchema}
-	}
-	if in.Func {
-		t, err := e.opts.Registry.Resolve(in.Name)
-		if err != nil {
-			return nil, true // __getToolInterface returns null for unknown names
-		}
-		return iface(t.Backend, t.Name), true
-	}
-	// Walk the path over the registry: backends, then tools, then fields.
-	var cur any
-	switch len(in.Path) {
-	case 0:
-		all := map[string]any{}
-		for _, b := range e.opts.Registry.BackendNames() {
-			all[b] = e.backendInterfaces(b)
-		}
-		cur = all
-	default:
-		if _, ok := e.opts.Registry.Backend(in.Path[0]); !ok {
-			return nil, false
-		}
-		cur = e.backendInterfaces(in.Path[0])
-		for _, p := range in.Path[1:] {
-			m, ok := cur.(map[string]any)
-			if !ok {
-				return nil, false
-			}
-			if cur, ok = m[p]; !ok {
-				return nil, false
-			}
-		}
-	}
-	if in.Keys {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		return keys, true
-	}
-	return cur, true
-}
-
-func (e *Engine) backendInterfaces(backend string) map[string]any {
-	out := map[string]any{}
-	for _, t := range e.opts.Registry.Tools() {
-		if t.Backend == backend {
-			out[t.Name] = map[string]any{"name": t.Name, "description": t.Description, "input_schema": t.InputSchema}
-		}
-	}
-	return out
 }
 
 // program runs tier 3 and renders the outcome: the returned value as JSON

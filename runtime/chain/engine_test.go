@@ -44,7 +44,7 @@ func newEngine(t *testing.T) (*Engine, *recorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(Options{Caller: rec, Registry: reg, Resolver: bridge.Lookup(backends), Sandbox: sb}), rec
+	return New(Options{Caller: rec, Registry: reg, Resolver: bridge.Lookup(backends), Bridge: backends, Sandbox: sb}), rec
 }
 
 func tierOf(t *testing.T, r *toolcall.Result) Tier {

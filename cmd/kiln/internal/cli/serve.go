@@ -94,6 +94,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "kiln: sandbox: %v\n", err)
 		return exitFail
 	}
+	bridgeBackends := compiledBridge(reg)
 	counter := &pipeline.Counter{}
 	srv := server.New(server.Options{
 		Name:     cfg.Gateway.Name,
@@ -109,7 +110,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Chain: chain.New(chain.Options{
 			Caller:         disp,
 			Registry:       reg,
-			Resolver:       bridgeTable(reg),
+			Resolver:       bridge.Lookup(bridgeBackends),
+			Bridge:         bridgeBackends,
 			Sandbox:        sb,
 			DefaultTimeout: sb.Limits().Timeout,
 			MaxTimeout:     sb.Limits().MaxTimeout,
@@ -214,12 +216,12 @@ func saveUsageEvery(ctx context.Context, u *search.Usage, log *slog.Logger, ever
 	}
 }
 
-// bridgeTable maps the identifiers the compiled preamble binds back to
-// backend and tool names, for tier-2 calls.
-func bridgeTable(reg *registry.Registry) *bridge.Table {
+// compiledBridge lists the backends the compiled preamble binds, for
+// tier-2 name resolution and introspection.
+func compiledBridge(reg *registry.Registry) []bridge.Backend {
 	var backends []bridge.Backend
 	for _, b := range reg.Backends() {
 		backends = append(backends, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
 	}
-	return bridge.Lookup(backends)
+	return backends
 }
