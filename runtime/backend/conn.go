@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -29,8 +28,6 @@ type Options struct {
 	// OnNotification receives every notification the backend sends
 	// (list_changed, progress, logging) with its raw params.
 	OnNotification func(method string, params json.RawMessage)
-	// Logger receives connection events; nil discards them.
-	Logger *slog.Logger
 }
 
 // Conn is a live, initialized session with one backend. It is safe for

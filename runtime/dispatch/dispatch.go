@@ -154,7 +154,6 @@ func (d *Dispatcher) dial(ctx context.Context, s *slot, nextWait time.Duration, 
 	name := s.cfg.Name
 	conn, err := backend.DialTimeout(ctx, s.cfg, d.cfg.Gateway.ConnectTimeout, backend.Options{
 		ClientVersion: d.opts.Version,
-		Logger:        d.log,
 		OnNotification: func(method string, params json.RawMessage) {
 			if d.opts.OnNotification != nil {
 				d.opts.OnNotification(name, method, params)
