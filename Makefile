@@ -19,8 +19,11 @@ STATICCHECK_VERSION := v0.8.2
 GORELEASER_VERSION  := v2.10.2
 TOOLS := $(CURDIR)/.cache/bin
 CONFIG    ?= kiln.yaml
+# Where `make llama` puts libllama_go.so and the llama.cpp libraries.
+KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
+export KILN_LLAMA_DIR
 
-.PHONY: build peers generate record emit diff test unit race e2e lint fmt vet staticcheck tidy \
+.PHONY: semantic build peers generate record emit diff test unit race e2e lint fmt vet staticcheck tidy \
         emit-check fuzz fuzz-short bench eval demo llama conformance release-check ci clean
 
 ## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
@@ -47,7 +50,7 @@ diff: peers
 	$(GO) run ./cmd/kiln-gen diff --config $(CONFIG) --manifests manifests
 
 ## test: everything CI checks (the README's test command)
-test: lint emit-check race e2e fuzz-short release-check
+test: lint emit-check race e2e semantic fuzz-short release-check
 
 unit:
 	$(GO) test ./...
@@ -110,6 +113,11 @@ demo: peers build
 ## llama: libllama_go.so for SEMANTIC=1 builds, from npm registry parts
 llama:
 	./runtime/search/semantic/llama/build.sh
+
+## semantic: the embedding tests against the real llama.cpp build (tiny test model)
+semantic: llama
+	$(GO) vet -tags semantic ./runtime/search/semantic/...
+	LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib $(GO) test -tags semantic -race -shuffle=on -count=1 ./runtime/search/semantic/...
 
 release-check: $(TOOLS)/goreleaser-$(GORELEASER_VERSION)
 	$< check
