@@ -29,7 +29,7 @@ type Request struct {
 	Code string
 	// Timeout bounds the whole run; zero means the engine default.
 	Timeout time.Duration
-	// MaxOutputSize caps the returned text in characters; zero means the
+	// MaxOutputSize caps the returned text in UTF-8 bytes; zero means the
 	// engine default.
 	MaxOutputSize int
 	// Intent, when set, lets the pipeline keep only matching paragraphs of

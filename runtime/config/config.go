@@ -35,7 +35,8 @@ type Gateway struct {
 	CallTimeout time.Duration
 	// ConnectTimeout bounds connecting and listing one backend (default 30s).
 	ConnectTimeout time.Duration
-	// MaxOutputSize caps call_tool_chain output in characters (default 200000).
+	// MaxOutputSize caps call_tool_chain output in UTF-8 bytes, cut on a
+	// character boundary (default 200000).
 	MaxOutputSize int
 	// LogLevel is debug, info, warn or error (default info).
 	LogLevel string

@@ -62,7 +62,7 @@ var metaTools = []metaTool{
 		`{"type":"object","properties":{
 "code":{"type":"string","minLength":1,"description":"A JSON tool call or a TypeScript program; tools are async functions backend.tool(args)."},
 "timeout":{"type":"integer","minimum":1,"description":"Time limit for the whole run in milliseconds (default 30000)."},
-"max_output_size":{"type":"integer","minimum":100,"description":"Maximum characters of output returned (default 200000)."},
+"max_output_size":{"type":"integer","minimum":100,"description":"Maximum size of the returned text in bytes of UTF-8, never cutting a character (default 200000)."},
 "intent":{"type":"string","description":"What you are looking for in a large output; only matching paragraphs are kept."}},
 "required":["code"],"additionalProperties":false}`},
 	{toolRegister,
