@@ -4,7 +4,6 @@ package tests
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,38 +17,13 @@ import (
 // tool (writes, moves, deletes included) leaves the repository alone.
 func sandboxConfig(t *testing.T) (cfgPath, root string) {
 	t.Helper()
-	repo := repoRoot(t)
 	root = t.TempDir()
 	for name, body := range map[string]string{"a.txt": "alpha\nbeta\n", "b.md": "# title\n"} {
 		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mods := filepath.Join(repo, "tests/node_modules/@modelcontextprotocol")
-	cfg := fmt.Sprintf(`version: 1
-gateway:
-  state_dir: %[1]s
-backends:
-  everything:
-    transport: stdio
-    command: node
-    args: [%[2]s/server-everything/dist/index.js, stdio]
-  filesystem:
-    transport: stdio
-    command: node
-    args: [%[2]s/server-filesystem/dist/index.js, %[3]s]
-  memory:
-    transport: stdio
-    command: node
-    args: [%[2]s/server-memory/dist/index.js]
-    env:
-      MEMORY_FILE_PATH: %[1]s/memory.jsonl
-`, t.TempDir(), mods, root)
-	cfgPath = filepath.Join(t.TempDir(), "kiln.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return cfgPath, root
+	return peerConfig(t, peerOptions{FilesystemRoot: root}), root
 }
 
 // toolArgs gives each default backend tool arguments a real caller would

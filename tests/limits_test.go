@@ -3,7 +3,6 @@
 package tests
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
@@ -11,15 +10,11 @@ import (
 // TestConfiguredLimitsApply shows gateway.sandbox and gateway.output keys
 // change what a client sees.
 func TestConfiguredLimitsApply(t *testing.T) {
-	cfg, _ := sandboxConfig(t)
-	raw, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	limited := strings.Replace(string(raw), "gateway:\n", "gateway:\n  sandbox:\n    max_calls: 2\n  output:\n    size_footer: false\n    truncate_at: 2000\n", 1)
-	if err := os.WriteFile(cfg, []byte(limited), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := peerConfig(t, peerOptions{OnlyEverything: true, Gateway: `  sandbox:
+    max_calls: 2
+  output:
+    size_footer: false
+    truncate_at: 2000`})
 	s := newMCPGoStdio(t, "--config", cfg)
 	r := callReady(t, s, "call_tool_chain", chainTS(`
 		for (let i = 0; i < 3; i++) { await everything.echo({message: "n" + i}); }

@@ -3,51 +3,12 @@
 package tests
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// slowConfig declares the compiled backends with "everything" delayed by a
-// shell sleep before it execs the real server, so kiln is observably up
-// while that backend is still starting.
-func slowConfig(t *testing.T, delay string) string {
-	t.Helper()
-	root := repoRoot(t)
-	everything := filepath.Join(root, "tests/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	cfg := fmt.Sprintf(`version: 1
-gateway:
-  state_dir: %[1]s
-backends:
-  everything:
-    transport: stdio
-    command: sh
-    args: ["-c", "sleep %[2]s && exec node %[3]s stdio"]
-  filesystem:
-    transport: stdio
-    command: node
-    args: [%[4]s, %[5]s]
-    enabled: false
-  memory:
-    transport: stdio
-    command: node
-    args: [%[6]s]
-    enabled: false
-`, t.TempDir(), delay, everything,
-		filepath.Join(root, "tests/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
-		filepath.Join(root, "tests/demo"),
-		filepath.Join(root, "tests/node_modules/@modelcontextprotocol/server-memory/dist/index.js"))
-	path := filepath.Join(t.TempDir(), "kiln.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestDiscoveryBeforeBackendsConnect(t *testing.T) {
-	s := newMCPGoStdio(t, "--config", slowConfig(t, "4"))
+	s := newMCPGoStdio(t, "--config", peerConfig(t, peerOptions{EverythingDelay: "4", OnlyEverything: true}))
 
 	// Discovery answers from the compiled registry at once.
 	r, err := s.Call(t.Context(), "search_tools", map[string]any{"task_description": "echo a message"})

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kilnmcp/kiln/runtime/registry"
 )
 
 // maxDocRunes caps a doc line taken from a description: generated files are
@@ -26,7 +28,7 @@ func docText(s string) string {
 			break
 		}
 	}
-	out := firstSentence(clean(line))
+	out := registry.FirstSentence(clean(line))
 	if rs := []rune(out); len(rs) > maxDocRunes {
 		out = strings.TrimSpace(string(rs[:maxDocRunes])) + "…"
 	}
@@ -52,21 +54,6 @@ func clean(s string) string {
 	}
 	out := strings.TrimLeft(b.String(), "/ ")
 	return strings.ReplaceAll(out, "*/", "* /")
-}
-
-// firstSentence cuts s after its first full stop that ends a sentence.
-func firstSentence(s string) string {
-	for i, r := range s {
-		switch r {
-		case '。', '！', '？':
-			return s[:i+utf8.RuneLen(r)]
-		case '.', '!', '?':
-			if next := i + 1; next == len(s) || s[next] == ' ' {
-				return s[:i+1]
-			}
-		}
-	}
-	return s
 }
 
 // quoted renders a backend or tool name for a comment: Go-quoted, so

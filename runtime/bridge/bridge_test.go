@@ -290,3 +290,27 @@ func BenchmarkPreambleRun(b *testing.B) {
 		}
 	}
 }
+
+// Ref must name what the preamble binds, collisions included, so call
+// examples shown to a model run as written.
+func TestRefCallsTheRightTool(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object"}`)
+	backends := []Backend{
+		{Name: "my-backend", Tools: []manifest.Tool{{Name: "get-data", InputSchema: schema}, {Name: "get_data", InputSchema: schema}}},
+		{Name: "my_backend", Tools: []manifest.Tool{{Name: "delete", InputSchema: schema}}},
+	}
+	table := Lookup(backends)
+	for _, b := range backends {
+		for _, tool := range b.Tools {
+			rt, calls := runtimeWith(t, backends)
+			ref := table.Ref(b.Name, tool.Name)
+			run(t, rt, ref+"({})")
+			if len(*calls) != 1 || (*calls)[0][0] != b.Name || (*calls)[0][1] != tool.Name {
+				t.Errorf("%s (from Ref(%q, %q)) called %v", ref, b.Name, tool.Name, *calls)
+			}
+		}
+	}
+	if got := table.Ref("unknown-backend", "a.b"); got != "unknown_backend.a_b" {
+		t.Errorf("Ref for names outside the table = %q", got)
+	}
+}

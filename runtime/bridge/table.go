@@ -104,6 +104,21 @@ func (t *Table) ToolIdent(backend, tool string) (string, bool) {
 	return id, ok
 }
 
+// Ref returns how a script calls the tool, "obj.tool", with the
+// identifiers the preamble binds (collisions numbered as Preamble numbers
+// them). Names the table does not hold fall back to Ident.
+func (t *Table) Ref(backend, tool string) string {
+	obj, ok := t.BackendIdent(backend)
+	if !ok {
+		obj = Ident(backend)
+	}
+	prop, ok := t.ToolIdent(backend, tool)
+	if !ok {
+		prop = Ident(tool)
+	}
+	return obj + "." + prop
+}
+
 func (t *Table) backendEntry(s string) *backendEntry {
 	if e, ok := t.byIdent[s]; ok {
 		return e

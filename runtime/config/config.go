@@ -20,7 +20,10 @@ type Config struct {
 	Path string
 	// Dir is where relative paths (cwd, state_dir) resolve from: the config
 	// file's folder, or the working directory for the embedded default.
-	Dir      string
+	Dir string
+	// FromFile is false for a config loaded from memory, such as the copy
+	// compiled into kiln, which a user cannot edit in place.
+	FromFile bool
 	Gateway  Gateway
 	Backends []Backend // sorted by Name
 }
@@ -117,4 +120,13 @@ func (c *Config) Backend(name string) (*Backend, bool) {
 		}
 	}
 	return nil, false
+}
+
+// EditHint says where to make a change to this config: the file, or, for
+// a config without one, how to give kiln one.
+func (c *Config) EditHint() string {
+	if c.FromFile {
+		return c.Path
+	}
+	return "a kiln.yaml of your own (kiln is running on its compiled-in " + c.Path + "; pass --config or set KILN_CONFIG)"
 }

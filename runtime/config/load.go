@@ -49,7 +49,11 @@ func LoadWith(path string, opts LoadOptions) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return LoadBytesWith(data, path, filepath.Dir(path), opts)
+	cfg, err := LoadBytesWith(data, path, filepath.Dir(path), opts)
+	if cfg != nil {
+		cfg.FromFile = true
+	}
+	return cfg, err
 }
 
 // LoadBytes loads a config held in memory, such as the default compiled

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,9 +23,10 @@ func TestLoadFull(t *testing.T) {
 	}
 	dir, _ := filepath.Abs("testdata")
 	want := &Config{
-		Version: 1,
-		Path:    "testdata/full.yaml",
-		Dir:     dir,
+		Version:  1,
+		Path:     "testdata/full.yaml",
+		FromFile: true,
+		Dir:      dir,
 		Gateway: Gateway{
 			Name:           "kiln-dev",
 			StateDir:       filepath.Join(dir, "state"),
@@ -380,5 +382,27 @@ func TestEnviron(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"X=1"}, (&Backend{}).Environ([]string{"X=1"})); diff != "" {
 		t.Errorf("no env (-want +got):\n%s", diff)
+	}
+}
+
+func TestEditHint(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kiln.yaml")
+	if err := os.WriteFile(path, []byte("version: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fromFile.EditHint(); got != path {
+		t.Errorf("EditHint of a file config = %q, want %q", got, path)
+	}
+	embedded, err := LoadBytes([]byte("version: 1\n"), "embedded kiln.yaml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := embedded.EditHint(); !strings.Contains(got, "--config") || !strings.Contains(got, "embedded kiln.yaml") {
+		t.Errorf("EditHint of the compiled-in config = %q; it must say how to supply a file", got)
 	}
 }

@@ -25,7 +25,9 @@ func (b *builder) sandbox() Sandbox {
 	s.MemoryBytes = b.size(get("memory"), "50MiB")
 	s.MaxCalls = b.positive(get("max_calls"), 0, 50)
 	s.MaxConcurrent = b.positive(get("max_concurrent"), 0, 8)
-	s.QueueWait = b.wait(get("queue_wait"), 0)
+	// Positive like every duration: the sandbox reads 0 as "use the
+	// default", so an explicit 0s would silently mean 2s.
+	s.QueueWait = b.duration(get("queue_wait"), 0)
 	return s
 }
 

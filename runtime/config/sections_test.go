@@ -57,7 +57,6 @@ func TestSectionKeys(t *testing.T) {
 		{"max_calls", sb + "max_calls: 3\n", nil, Sandbox{MaxCalls: 3}, allOn},
 		{"max_concurrent", sb + "max_concurrent: 2\n", nil, Sandbox{MaxConcurrent: 2}, allOn},
 		{"queue_wait", sb + "queue_wait: 250ms\n", nil, Sandbox{QueueWait: 250 * time.Millisecond}, allOn},
-		{"queue_wait zero", sb + "queue_wait: 0s\n", nil, Sandbox{}, allOn},
 		{"intent_filter", out + "intent_filter: false\n", nil, Sandbox{}, on(func(o *Output) { o.IntentFilter = false })},
 		{"auto_chunk_json", out + "auto_chunk_json: false\n", nil, Sandbox{}, on(func(o *Output) { o.AutoChunkJSON = false })},
 		{"smart_truncation", out + "smart_truncation: false\n", nil, Sandbox{}, on(func(o *Output) { o.SmartTruncation = false })},
@@ -160,7 +159,9 @@ func TestSectionProblems(t *testing.T) {
 		{"fractional max_concurrent", sb + "max_concurrent: 2.5\n", nil, []string{
 			`kiln.yaml:4: gateway.sandbox.max_concurrent: want a positive whole number such as 8, got "2.5"`}},
 		{"negative queue_wait", sb + "queue_wait: -1s\n", nil, []string{
-			`kiln.yaml:4: gateway.sandbox.queue_wait: must not be negative, got "-1s"; use e.g. 2s, or 0s`}},
+			`kiln.yaml:4: gateway.sandbox.queue_wait: must be positive, got "-1s"; use e.g. 30s`}},
+		{"zero queue_wait", sb + "queue_wait: 0s\n", nil, []string{
+			`kiln.yaml:4: gateway.sandbox.queue_wait: must be positive, got "0s"; use e.g. 30s`}},
 		{"queue_wait without unit", sb + "queue_wait: 2\n", nil, []string{
 			`kiln.yaml:4: gateway.sandbox.queue_wait: "2" has no unit; write 2s (or ms, m, h)`}},
 		{"flag yes", out + "intent_filter: yes\n", nil, []string{
@@ -319,8 +320,6 @@ func TestSchemaAcceptsSectionValues(t *testing.T) {
 		{"sandbox.memory", `"1048576"`},
 		{"sandbox.memory", "1.5 GB"},
 		{"sandbox.memory", "${MEM:-50MiB}"},
-		{"sandbox.queue_wait", "0"},
-		{"sandbox.queue_wait", "0s"},
 		{"sandbox.max_calls", `"3"`},
 		{"output.size_footer", "false"},
 		{"output.size_footer", `"true"`},

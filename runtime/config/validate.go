@@ -72,19 +72,6 @@ func (c *checker) duration(v value, def time.Duration) time.Duration {
 	return d
 }
 
-// wait parses a duration that may be zero ("do not wait"), or returns def.
-func (c *checker) wait(v value, def time.Duration) time.Duration {
-	d, ok := c.parseDuration(v)
-	if ok && d < 0 {
-		c.p.addValue(v, "must not be negative, got %s; use e.g. 2s, or 0s", strconv.Quote(v.raw))
-		ok = false
-	}
-	if !ok {
-		return def
-	}
-	return d
-}
-
 // parseDuration parses v as a Go duration; ok is false when v is absent or
 // was reported.
 func (c *checker) parseDuration(v value) (d time.Duration, ok bool) {

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -194,13 +195,9 @@ func (d *Dispatcher) CallTool(ctx context.Context, backendName, tool string, arg
 		return nil, &Error{Code: CodeInvalidArgs, Backend: backendName, Tool: tool, Err: err,
 			Message: fmt.Sprintf("%s: %v\nExpected arguments: %s\nCall tool_info with tool_name %q and detail \"full\" for the whole schema.", id, err, t.Signature(), id)}
 	}
-	conn, err := d.conn(backendName, tool)
+	conn, timeout, err := d.conn(backendName, tool)
 	if err != nil {
 		return nil, err
-	}
-	timeout := d.cfg.Gateway.CallTimeout
-	if s := d.slot(backendName); s != nil && s.cfg.Timeout > 0 {
-		timeout = s.cfg.Timeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -226,34 +223,24 @@ func (d *Dispatcher) CallTool(ctx context.Context, backendName, tool string, arg
 	}
 }
 
-func (d *Dispatcher) slot(name string) *slot {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.slots[name]
-}
-
-// conn returns the live connection or an error saying why there is none
-// and what the caller can do about it.
-func (d *Dispatcher) conn(name, tool string) (*backend.Conn, error) {
+// conn returns the live connection and the backend's call timeout, or an
+// error saying why there is no connection and what the caller can do.
+func (d *Dispatcher) conn(name, tool string) (*backend.Conn, time.Duration, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.slots[name]
 	if !ok {
-		where := "the config"
-		if d.cfg.Path != "" {
-			where = d.cfg.Path
-		}
-		return nil, &Error{Code: CodeNotConfigured, Backend: name, Tool: tool,
-			Message: fmt.Sprintf("backend %q is compiled into kiln but not declared in %s; add backends.%s there to use it", name, where, name)}
+		return nil, 0, &Error{Code: CodeNotConfigured, Backend: name, Tool: tool,
+			Message: fmt.Sprintf("backend %q is compiled into kiln but not declared in its config; add backends.%s to %s to use it", name, name, d.cfg.EditHint())}
 	}
 	switch s.state {
 	case StateHealthy:
-		return s.conn, nil
+		return s.conn, cmp.Or(s.cfg.Timeout, d.cfg.Gateway.CallTimeout), nil
 	case StateStarting:
-		return nil, &Error{Code: CodeStarting, Backend: name, Tool: tool,
+		return nil, 0, &Error{Code: CodeStarting, Backend: name, Tool: tool,
 			Message: fmt.Sprintf("backend %q is still starting, retry in a moment; tool %s.%s is known but its backend has not connected yet", name, name, tool)}
 	case StateDisabled:
-		return nil, &Error{Code: CodeUnavailable, Backend: name, Tool: tool,
+		return nil, 0, &Error{Code: CodeUnavailable, Backend: name, Tool: tool,
 			Message: fmt.Sprintf("backend %q is disabled (backends.%s.enabled: false)", name, name)}
 	default:
 		msg := fmt.Sprintf("backend %q is %s since %s", name, s.state, s.since.Format(time.RFC3339))
@@ -263,7 +250,7 @@ func (d *Dispatcher) conn(name, tool string) (*backend.Conn, error) {
 		if !s.retry.IsZero() {
 			msg += fmt.Sprintf("\nkiln retries connecting at %s; try again after that.", s.retry.Format(time.RFC3339))
 		}
-		return nil, &Error{Code: CodeUnavailable, Backend: name, Tool: tool, Err: s.err,
+		return nil, 0, &Error{Code: CodeUnavailable, Backend: name, Tool: tool, Err: s.err,
 			Message: msg + fmt.Sprintf("\nRead kiln://backend/%s for details.", name)}
 	}
 }

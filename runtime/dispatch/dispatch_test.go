@@ -23,7 +23,7 @@ func newDispatcher(t *testing.T) *Dispatcher {
 			t.Fatal(err)
 		}
 	}
-	cfg := &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway(), Backends: []config.Backend{
+	cfg := &config.Config{Path: "kiln.yaml", FromFile: true, Gateway: config.DefaultGateway(), Backends: []config.Backend{
 		{Name: "off", Transport: config.TransportStdio, Command: "true", Enabled: false},
 		{Name: "starting", Transport: config.TransportStdio, Command: "true", Enabled: true},
 	}}
@@ -42,7 +42,7 @@ func TestCallToolStates(t *testing.T) {
 	}{
 		{"still starting", "starting", `{"a":1}`, CodeStarting, []string{`backend "starting" is still starting, retry in a moment`}},
 		{"disabled", "off", `{"a":1}`, CodeUnavailable, []string{"disabled", "backends.off.enabled"}},
-		{"compiled but not configured", "orphan", `{"a":1}`, CodeNotConfigured, []string{"not declared in kiln.yaml", "backends.orphan"}},
+		{"compiled but not configured", "orphan", `{"a":1}`, CodeNotConfigured, []string{"not declared in its config", "add backends.orphan to kiln.yaml"}},
 		{"invalid arguments before any dispatch", "starting", `{"a":"one"}`, CodeInvalidArgs, []string{"/a", "want number", "Expected arguments: {a: number}", "tool_info"}},
 		{"unknown tool", "starting", `{}`, "", nil},
 	}

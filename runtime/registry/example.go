@@ -89,10 +89,10 @@ func (t *Tool) Signature() string {
 }
 
 // Example renders a call of the tool with placeholder values for its
-// required arguments, in the TypeScript form call_tool_chain accepts.
-// ident maps a backend or tool name to the identifier the sandbox bridge
-// exposes it under.
-func (t *Tool) Example(ident func(string) string) string {
+// required arguments, in the TypeScript form call_tool_chain accepts. ref
+// returns how a script names the tool ("obj.tool"), which the sandbox
+// bridge decides.
+func (t *Tool) Example(ref func(backend, tool string) string) string {
 	var args []string
 	for _, p := range t.Params() {
 		if !p.Required {
@@ -100,7 +100,7 @@ func (t *Tool) Example(ident func(string) string) string {
 		}
 		args = append(args, objectKey(p.Name)+": "+placeholder(p))
 	}
-	return fmt.Sprintf("%s.%s({%s})", ident(t.Backend), ident(t.Name), strings.Join(args, ", "))
+	return fmt.Sprintf("%s({%s})", ref(t.Backend, t.Name), strings.Join(args, ", "))
 }
 
 func placeholder(p Param) string {

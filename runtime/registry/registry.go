@@ -47,7 +47,6 @@ type Registry struct {
 	tools    map[string]*Tool    // by ID
 	bare     map[string][]string // bare name -> IDs publishing it
 	sorted   []*Tool             // cache of all tools by ID; nil when stale
-	gen      uint64
 }
 
 // New returns an empty registry.
@@ -103,7 +102,6 @@ func (r *Registry) insertLocked(m *manifest.Manifest, compiled bool) {
 		r.bare[t.Name] = append(r.bare[t.Name], t.ID())
 	}
 	r.sorted = nil
-	r.gen++
 }
 
 func (r *Registry) removeLocked(name string) {
@@ -120,15 +118,6 @@ func (r *Registry) removeLocked(name string) {
 		}
 	}
 	r.sorted = nil
-	r.gen++
-}
-
-// Generation changes whenever the set of tools changes, so indexes built
-// from Tools know when to rebuild.
-func (r *Registry) Generation() uint64 {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.gen
 }
 
 // Resolve finds a tool by "backend.tool" or by a bare name that exactly one
@@ -242,14 +231,6 @@ func (r *Registry) Tools() []*Tool {
 		r.sorted = s
 	}
 	return r.sorted
-}
-
-// IsUniqueName reports whether a bare tool name currently resolves, i.e.
-// exactly one backend publishes it.
-func (r *Registry) IsUniqueName(name string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.bare[name]) == 1
 }
 
 // Backend returns a registered backend.

@@ -248,12 +248,5 @@ func (r *run) abandoned() *Outcome {
 	} else if !errors.Is(cause, ErrTimeout) {
 		msg, sentinel = "the run was canceled by the client", ErrCanceled
 	}
-	return &Outcome{
-		Value:   nullJSON,
-		Logs:    r.takeLogs(),
-		Calls:   int(r.calls.Load()),
-		IsError: true,
-		Error:   msg,
-		Cause:   fmt.Errorf("%w: %s", sentinel, msg),
-	}
+	return r.errorOutcome(msg, sentinel)
 }

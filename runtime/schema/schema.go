@@ -89,13 +89,6 @@ func (v *Validator) entry(key string) *entry {
 	return e
 }
 
-// Forget drops a cached schema (a backend's tool list changed).
-func (v *Validator) Forget(key string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.cache, key)
-}
-
 // Validate checks args against the schema cached under key, compiling it
 // first if needed. It returns an *ArgsError for bad arguments, a plain
 // error when args is not JSON, and nil when the schema could not be

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -65,7 +66,7 @@ func (s *Server) searchTools(_ context.Context, raw json.RawMessage) *toolcall.R
 		if err != nil {
 			continue // removed since the index was built
 		}
-		r := searchResult{Tool: t.ID(), Backend: t.Backend, Example: t.Example(s.ident), MatchedBy: h.Tier.String(),
+		r := searchResult{Tool: t.ID(), Backend: t.Backend, Example: t.Example(s.ref), MatchedBy: h.Tier.String(),
 			TryAlso: s.opts.Search.TryAlso(t.Backend, a.TaskDescription, 3)}
 		if brief {
 			r.Description = FirstSentence(t.Description, 200)
@@ -90,11 +91,11 @@ func params(t *registry.Tool) []param {
 	return out
 }
 
-func (s *Server) ident(name string) string {
-	if s.opts.Ident == nil {
-		return name
+func (s *Server) ref(backend, tool string) string {
+	if s.opts.Ref == nil {
+		return backend + "." + tool
 	}
-	return s.opts.Ident(name)
+	return s.opts.Ref(backend, tool)
 }
 
 type listArgs struct {
@@ -173,7 +174,7 @@ func (s *Server) toolInfo(_ context.Context, raw json.RawMessage) *toolcall.Resu
 			"backend":      t.Backend,
 			"description":  t.Description,
 			"input_schema": t.InputSchema,
-			"example":      t.Example(s.ident),
+			"example":      t.Example(s.ref),
 		}
 		if t.Title != "" {
 			out["title"] = t.Title
@@ -194,7 +195,7 @@ func (s *Server) toolInfo(_ context.Context, raw json.RawMessage) *toolcall.Resu
 		"backend":     t.Backend,
 		"description": FirstSentence(t.Description, 300),
 		"parameters":  params(t),
-		"example":     t.Example(s.ident),
+		"example":     t.Example(s.ref),
 	})
 }
 
@@ -209,8 +210,8 @@ func (s *Server) requiredKeys(_ context.Context, raw json.RawMessage) *toolcall.
 	}
 	b, ok := s.opts.Config.Backend(t.Backend)
 	if !ok {
-		return toolcall.Errorf("get_required_keys_for_tool: backend %q of %s is not declared in %s, so kiln cannot start it; add backends.%s there",
-			t.Backend, t.ID(), s.opts.Config.Path, t.Backend)
+		return toolcall.Errorf("get_required_keys_for_tool: backend %q of %s is not declared in the config, so kiln cannot start it; add backends.%s to %s",
+			t.Backend, t.ID(), t.Backend, s.opts.Config.EditHint())
 	}
 	type key struct {
 		Name       string `json:"name"`
@@ -228,7 +229,7 @@ func (s *Server) requiredKeys(_ context.Context, raw json.RawMessage) *toolcall.
 	}
 	out := map[string]any{"tool": t.ID(), "backend": t.Backend, "keys": keys, "all_required_set": ready}
 	if !ready {
-		out["hint"] = "Set the missing variables in the environment kiln runs in (or in .env beside " + s.opts.Config.Path + ") and restart kiln."
+		out["hint"] = "Set the missing variables in the environment kiln runs in (or in " + filepath.Join(s.opts.Config.Dir, ".env") + ") and restart kiln."
 	}
 	return jsonResult(out)
 }

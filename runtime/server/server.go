@@ -48,9 +48,9 @@ type Options struct {
 	Boost func(id string) float64
 	// Counter holds call_tool_chain's output byte counts for kiln://stats.
 	Counter *pipeline.Counter
-	// Ident maps a backend or tool name to its sandbox identifier, for
-	// call examples.
-	Ident  func(string) string
+	// Ref returns how a sandbox script names a tool ("obj.tool"), for call
+	// examples; *bridge.Table's Ref is one.
+	Ref    func(backend, tool string) string
 	Logger *slog.Logger
 }
 

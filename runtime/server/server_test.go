@@ -82,7 +82,7 @@ func newTestServerWith(t *testing.T, boost func(string) float64) *client.Client 
 	counter := &pipeline.Counter{}
 	s := New(Options{
 		Version: "test", Config: cfg, Registry: reg, Search: search.Build(docs),
-		Ident:   func(s string) string { return strings.ReplaceAll(s, "-", "_") },
+		Ref:     func(b, t string) string { return strings.ReplaceAll(b+"."+t, "-", "_") },
 		Chain:   chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg, Counter: counter}),
 		Boost:   boost,
 		Counter: counter,

@@ -95,6 +95,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitFail
 	}
 	bridgeBackends := compiledBridge(reg)
+	bridgeTable := bridge.Lookup(bridgeBackends)
 	counter := &pipeline.Counter{}
 	srv := server.New(server.Options{
 		Name:     cfg.Gateway.Name,
@@ -105,12 +106,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Search:   index,
 		Boost:    usage.Boost,
 		Counter:  counter,
-		Ident:    bridge.Ident,
+		Ref:      bridgeTable.Ref,
 		Logger:   log,
 		Chain: chain.New(chain.Options{
 			Caller:         disp,
 			Registry:       reg,
-			Resolver:       bridge.Lookup(bridgeBackends),
+			Resolver:       bridgeTable,
 			Bridge:         bridgeBackends,
 			Sandbox:        sb,
 			DefaultTimeout: sb.Limits().Timeout,
