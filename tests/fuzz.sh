@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Runs every fuzz target in the module for the given time each (default 10s).
+# Runs every fuzz target in the module for the given budget each: an
+# execution count such as 50000x (default). Counts, not durations, because
+# Go 1.26's fuzz coordinator can fail a duration run at its deadline with a
+# bare "context deadline exceeded" and no finding (golang/go#75804).
 # Minimization is capped: on a busy 2-core machine the default 60s
 # minimization of a large input can use a whole run's budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzztime="${1:-10s}"
+fuzztime="${1:-50000x}"
 total=0
 for pkg in $(go list ./...); do
   targets=$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
