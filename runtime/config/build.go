@@ -12,8 +12,9 @@ import (
 // builder turns layered, expanded values into a Config.
 type builder struct {
 	checker
-	l   *layered
-	dir string
+	l     *layered
+	lists map[string]entry
+	dir   string
 }
 
 func (b *builder) gateway() Gateway {
@@ -38,6 +39,10 @@ func (b *builder) gateway() Gateway {
 	}
 	g.Sandbox = b.sandbox()
 	g.Output = b.output(def.Output)
+	g.Health = b.health(def.Health)
+	g.Registration = b.registration(def.Registration)
+	g.HTTP = b.http(def.HTTP)
+	g.Semantic = b.semantic(def.Semantic)
 	return g
 }
 
@@ -46,7 +51,7 @@ func (b *builder) gateway() Gateway {
 func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	b.refs = nil
 	path := "backends." + rb.name
-	out := Backend{Name: rb.name, Timeout: g.CallTimeout, Enabled: true}
+	out := Backend{Name: rb.name, Timeout: g.CallTimeout, QueueWait: defaultQueueWait, Enabled: true}
 	sc := map[string]value{}
 	for _, k := range backendScalarKeys {
 		sc[k] = b.l.get(path + "." + k)
@@ -80,6 +85,12 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	}
 	out.Timeout = b.duration(b.expand(sc["timeout"]), g.CallTimeout)
 	out.Enabled = b.boolean(b.expand(sc["enabled"]), true)
+	defMax := defaultMaxConcurrentHTTP
+	if out.Transport == TransportStdio {
+		defMax = defaultMaxConcurrentStdio
+	}
+	out.MaxConcurrent = b.positive(b.expand(sc["max_concurrent"]), defMax, defMax)
+	out.QueueWait = b.duration(b.expand(sc["queue_wait"]), defaultQueueWait)
 	out.Vars = sortRefs(b.refs)
 	return out
 }

@@ -47,6 +47,61 @@ type Gateway struct {
 	Sandbox Sandbox
 	// Output shapes call_tool_chain results before they reach the model.
 	Output Output
+	// Health paces the checks that find hung or dead backends.
+	Health Health
+	// Registration bounds what register_manual may add at run time.
+	Registration Registration
+	// HTTP guards the --http front door.
+	HTTP HTTP
+	// Semantic names the embedding model of SEMANTIC=1 builds.
+	Semantic Semantic
+}
+
+// Health configures backend health checks (YAML gateway.health).
+type Health struct {
+	// Interval between pings of one backend (default 30s); Timeout bounds
+	// each ping (default 5s).
+	Interval, Timeout time.Duration
+	// Failures in a row that open the circuit (default 3).
+	Failures int
+}
+
+// Registration bounds runtime registration (YAML gateway.registration).
+type Registration struct {
+	// AllowCommands lists the executables a stdio backend registered at run
+	// time may run, by base name or absolute path; empty refuses every
+	// stdio registration, so only HTTP backends can be added.
+	AllowCommands []string
+	// MaxBackends caps backends registered at run time (default 10).
+	MaxBackends int
+	// Persist keeps registrations across restarts in StateDir.
+	Persist bool
+}
+
+// HTTP guards kiln serve --http (YAML gateway.http).
+type HTTP struct {
+	// AuthToken is the bearer token clients must send; required when the
+	// listener is not loopback.
+	AuthToken string
+	// JWTIssuer, JWKSURL and Audience enable JWT bearer validation, the
+	// OAuth 2.1 resource-server option.
+	JWTIssuer, JWKSURL, Audience string
+	// AllowedOrigins and AllowedHosts guard against DNS rebinding; empty
+	// means loopback names only.
+	AllowedOrigins, AllowedHosts []string
+	// MaxBody caps a request body in bytes (default 4 MiB).
+	MaxBody int64
+	// MaxSessions caps open sessions per client address (default 32).
+	MaxSessions int
+}
+
+// Semantic configures the embedding model (YAML gateway.semantic).
+type Semantic struct {
+	// Model is the GGUF file's path; SHA256 its expected digest, checked
+	// against the digest recorded with the frozen vectors.
+	Model, SHA256 string
+	// Threads the embedder may use (default 1).
+	Threads int
 }
 
 // Sandbox holds the limits of tier-3 runs (YAML gateway.sandbox). Zero
@@ -92,7 +147,12 @@ type Backend struct {
 	Headers map[string]string // keys keep their case; values expanded
 	// Timeout is the per-call timeout (default Gateway.CallTimeout).
 	Timeout time.Duration
-	Enabled bool
+	// MaxConcurrent caps calls in flight (default 10 for stdio, 100 for
+	// HTTP and SSE); a call over the cap waits up to QueueWait (default 10s)
+	// for a free slot, then fails with a busy error.
+	MaxConcurrent int
+	QueueWait     time.Duration
+	Enabled       bool
 	// Vars lists the environment variables this backend's values reference
 	// through ${VAR} or ${VAR:-default}, sorted by name, for
 	// get_required_keys_for_tool. Values are never stored here.

@@ -11,23 +11,40 @@ import (
 // declares exactly these, so the two cannot drift.
 var (
 	topKeys     = []string{"version", "gateway", "backends"}
-	gatewayKeys = []string{"name", "state_dir", "call_timeout", "connect_timeout", "max_output_size", "log_level", "sandbox", "output"}
-	sandboxKeys = []string{"timeout", "max_timeout", "memory", "max_calls", "max_concurrent", "queue_wait"}
-	outputKeys  = []string{"intent_filter", "auto_chunk_json", "smart_truncation", "size_footer", "intent_threshold", "chunk_threshold", "truncate_at"}
-	backendKeys = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled"}
+	gatewayKeys = []string{"name", "state_dir", "call_timeout", "connect_timeout", "max_output_size", "log_level",
+		"sandbox", "output", "health", "registration", "http", "semantic"}
+	sandboxKeys      = []string{"timeout", "max_timeout", "memory", "max_calls", "max_concurrent", "queue_wait"}
+	outputKeys       = []string{"intent_filter", "auto_chunk_json", "smart_truncation", "size_footer", "intent_threshold", "chunk_threshold", "truncate_at"}
+	healthKeys       = []string{"interval", "timeout", "failures"}
+	registrationKeys = []string{"allow_commands", "max_backends", "persist"}
+	httpKeys         = []string{"auth_token", "jwt_issuer", "jwks_url", "audience", "allowed_origins", "allowed_hosts", "max_body", "max_sessions"}
+	semanticKeys     = []string{"model", "sha256", "threads"}
+	backendKeys      = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled", "max_concurrent", "queue_wait"}
 
 	// sectionKeys maps each mapping of settings to its keys. A key whose
 	// own path is listed here holds a nested section; the others hold
 	// scalars, layered through viper and overridable by KILN_<PATH>_<KEY>.
 	sectionKeys = map[string][]string{
-		"gateway":         gatewayKeys,
-		"gateway.sandbox": sandboxKeys,
-		"gateway.output":  outputKeys,
+		"gateway":              gatewayKeys,
+		"gateway.sandbox":      sandboxKeys,
+		"gateway.output":       outputKeys,
+		"gateway.health":       healthKeys,
+		"gateway.registration": registrationKeys,
+		"gateway.http":         httpKeys,
+		"gateway.semantic":     semanticKeys,
+	}
+
+	// sectionListKeys hold lists of scalars; they are read from the node
+	// tree, like args, and cannot be overridden from the environment.
+	sectionListKeys = map[string]bool{
+		"gateway.registration.allow_commands": true,
+		"gateway.http.allowed_origins":        true,
+		"gateway.http.allowed_hosts":          true,
 	}
 
 	// backendScalarKeys are layered through viper and can be overridden by
 	// KILN_BACKENDS_<NAME>_<KEY>; lists and maps cannot.
-	backendScalarKeys = []string{"transport", "command", "cwd", "url", "timeout", "enabled"}
+	backendScalarKeys = []string{"transport", "command", "cwd", "url", "timeout", "enabled", "max_concurrent", "queue_wait"}
 
 	stdioOnlyKeys  = []string{"command", "args", "env", "cwd"}
 	remoteOnlyKeys = []string{"url", "headers"}
@@ -75,7 +92,7 @@ var transportAliases = map[string]string{
 func scalarKeys(path string) []string {
 	var out []string
 	for _, k := range sectionKeys[path] {
-		if _, nested := sectionKeys[path+"."+k]; !nested {
+		if _, nested := sectionKeys[path+"."+k]; !nested && !sectionListKeys[path+"."+k] {
 			out = append(out, k)
 		}
 	}

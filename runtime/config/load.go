@@ -15,6 +15,8 @@ type LoadOptions struct {
 	// Getenv looks up an environment variable; nil means os.LookupEnv.
 	// Tests inject one instead of changing the process environment.
 	Getenv func(name string) (value string, ok bool)
+	// NoDotEnv skips the .env file beside the config.
+	NoDotEnv bool
 }
 
 // DefaultGateway returns the gateway settings used where kiln.yaml is
@@ -29,6 +31,10 @@ func DefaultGateway() Gateway {
 		ConnectTimeout: 30 * time.Second,
 		MaxOutputSize:  200000,
 		LogLevel:       "info",
+		Health:         Health{Interval: 30 * time.Second, Timeout: 5 * time.Second, Failures: 3},
+		Registration:   Registration{MaxBackends: 10},
+		HTTP:           HTTP{MaxBody: 4 << 20, MaxSessions: 32},
+		Semantic:       Semantic{Threads: 1},
 		Output: Output{
 			IntentFilter:    true,
 			AutoChunkJSON:   true,
@@ -77,8 +83,10 @@ func LoadBytesWith(data []byte, label, dir string, opts LoadOptions) (*Config, e
 	if env.getenv == nil {
 		env.getenv = os.LookupEnv
 	}
-	if env.dotenv, err = readDotEnv(filepath.Join(dir, ".env")); err != nil {
-		return nil, err
+	if !opts.NoDotEnv {
+		if env.dotenv, err = readDotEnv(filepath.Join(dir, ".env")); err != nil {
+			return nil, err
+		}
 	}
 
 	ps := &problems{file: label}
@@ -86,7 +94,7 @@ func LoadBytesWith(data []byte, label, dir string, opts LoadOptions) (*Config, e
 	if d == nil {
 		return nil, ps.err()
 	}
-	b := &builder{checker: checker{p: ps, env: env}, l: layer(d, env), dir: dir}
+	b := &builder{checker: checker{p: ps, env: env}, l: layer(d, env), lists: d.lists, dir: dir}
 	cfg := &Config{Version: Version, Path: label, Dir: dir, Gateway: b.gateway()}
 	for _, rb := range d.backends {
 		if !rb.broken {

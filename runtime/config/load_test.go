@@ -48,6 +48,18 @@ func TestLoadFull(t *testing.T) {
 				ChunkThreshold:  8192,
 				TruncateAt:      30000,
 			},
+			Health:       Health{Interval: 10 * time.Second, Timeout: 2 * time.Second, Failures: 2},
+			Registration: Registration{AllowCommands: []string{"npx", "/usr/local/bin/my-server"}, MaxBackends: 3, Persist: true},
+			HTTP: HTTP{
+				AuthToken: "t0k", JWTIssuer: "https://issuer.example.test", JWKSURL: "https://issuer.example.test/jwks.json",
+				Audience: "kiln", AllowedOrigins: []string{"https://app.example.test"}, AllowedHosts: []string{"kiln.internal:8080"},
+				MaxBody: 1 << 20, MaxSessions: 8,
+			},
+			Semantic: Semantic{
+				Model:   filepath.Join(dir, "models/all-MiniLM-L6-v2.Q8_0.gguf"),
+				SHA256:  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				Threads: 2,
+			},
 		},
 		Backends: []Backend{
 			{
@@ -60,27 +72,31 @@ func TestLoadFull(t *testing.T) {
 					"MEMORY_FILE_PATH": ".kiln/memory.json",
 					"PORT":             "3101",
 				},
-				Cwd:     filepath.Dir(dir),
-				Timeout: 10 * time.Second,
-				Enabled: true,
+				Cwd:           filepath.Dir(dir),
+				Timeout:       10 * time.Second,
+				MaxConcurrent: 2,
+				QueueWait:     time.Second,
+				Enabled:       true,
 				Vars: []VarRef{
 					{Name: "GITHUB_TOKEN", Key: "backends.everything.env.GITHUB_TOKEN", Set: true},
 					{Name: "KILN_STATE_DIR", Key: "backends.everything.env.MEMORY_FILE_PATH", HasDefault: true},
 				},
 			},
 			{
-				Name:      "legacy",
-				Transport: TransportSSE,
-				URL:       "https://example.test/sse",
-				Timeout:   45 * time.Second,
+				Name:          "legacy",
+				Transport:     TransportSSE,
+				URL:           "https://example.test/sse",
+				Timeout:       45 * time.Second,
+				MaxConcurrent: 100, QueueWait: 10 * time.Second,
 			},
 			{
-				Name:      "remote",
-				Transport: TransportHTTP,
-				URL:       "http://127.0.0.1:3101/mcp",
-				Headers:   map[string]string{"Authorization": "Bearer t0k", "X-Api-Key": "none"},
-				Timeout:   45 * time.Second,
-				Enabled:   true,
+				Name:          "remote",
+				Transport:     TransportHTTP,
+				URL:           "http://127.0.0.1:3101/mcp",
+				Headers:       map[string]string{"Authorization": "Bearer t0k", "X-Api-Key": "none"},
+				Timeout:       45 * time.Second,
+				MaxConcurrent: 100, QueueWait: 10 * time.Second,
+				Enabled: true,
 				Vars: []VarRef{
 					{Name: "API_KEY", Key: "backends.remote.headers.X-Api-Key", HasDefault: true},
 					{Name: "TOKEN", Key: "backends.remote.headers.Authorization", Set: true},
@@ -110,7 +126,7 @@ func TestLoadDefaults(t *testing.T) {
 	wantB := Backend{
 		Name: "memory", Transport: TransportStdio, Command: "npx",
 		Args: []string{"-y", "@modelcontextprotocol/server-memory"},
-		Cwd:  cfg.Dir, Timeout: 30 * time.Second, Enabled: true,
+		Cwd:  cfg.Dir, Timeout: 30 * time.Second, MaxConcurrent: 10, QueueWait: 10 * time.Second, Enabled: true,
 	}
 	if diff := cmp.Diff(wantB, *b); diff != "" {
 		t.Errorf("backend (-want +got):\n%s", diff)

@@ -18,6 +18,8 @@ type document struct {
 	// settings maps a section's path ("gateway", "gateway.sandbox") to its
 	// scalar settings by key.
 	settings map[string]map[string]entry
+	// lists maps a key path of sectionListKeys to its entry.
+	lists    map[string]entry
 	backends []*rawBackend // in file order
 }
 
@@ -53,7 +55,7 @@ func parse(data []byte, ps *problems) *document {
 	if !pr.version(top, ents) {
 		return nil
 	}
-	d := &document{settings: map[string]map[string]entry{}}
+	d := &document{settings: map[string]map[string]entry{}, lists: map[string]entry{}}
 	for _, e := range ents {
 		switch k := e.key.Value; k {
 		case "version":
@@ -181,6 +183,10 @@ func (pr parser) section(e entry, path string, d *document) {
 			pr.unknown(s.key, path, known)
 		case nested:
 			pr.section(s, kp, d)
+		case sectionListKeys[kp]:
+			if pr.list(s.val, kp) {
+				d.lists[kp] = s
+			}
 		case pr.scalar(s.val, kp):
 			out[s.key.Value] = s
 		}
@@ -304,7 +310,11 @@ func (pr parser) list(n *yaml.Node, path string) bool {
 		return true
 	}
 	if n.Kind != yaml.SequenceNode {
-		pr.p.add(n.Line, path, `is %s; want a list such as ["--port", "3000"]`, kind(n))
+		example := `["--port", "3000"]`
+		if sectionListKeys[path] {
+			example = `["` + n.Value + `"]`
+		}
+		pr.p.add(n.Line, path, `is %s; want a list such as %s`, kind(n), example)
 		return false
 	}
 	ok := true

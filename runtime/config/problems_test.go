@@ -42,7 +42,19 @@ backends:
 version: 1
 gateway:
   colour: blue
-`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox or output"}},
+`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http or semantic"}},
+		{"ping timeout not shorter than interval", "version: 1\ngateway:\n  health:\n    interval: 5s\n    timeout: 5s\n", nil, []string{
+			`kiln.yaml:5: gateway.health.timeout: "5s" is not shorter than gateway.health.interval (5s); a ping must end before the next starts`}},
+		{"relative allowed command", "version: 1\ngateway:\n  registration:\n    allow_commands: [bin/server]\n", nil, []string{
+			`kiln.yaml:4: gateway.registration.allow_commands[0]: "bin/server" is a relative path; give a bare program name (npx) or an absolute path`}},
+		{"allowed commands not a list", "version: 1\ngateway:\n  registration:\n    allow_commands: npx\n", nil, []string{
+			`kiln.yaml:4: gateway.registration.allow_commands: is a single value; want a list such as ["npx"]`}},
+		{"jwt issuer without jwks", "version: 1\ngateway:\n  http:\n    jwt_issuer: https://a.test\n", nil, []string{
+			`kiln.yaml: gateway.http: jwt_issuer and jwks_url go together; set both to validate JWTs, or neither`}},
+		{"bad model digest", "version: 1\ngateway:\n  semantic:\n    sha256: abc\n", nil, []string{
+			`kiln.yaml:4: gateway.semantic.sha256: "abc" is not a sha256 digest (64 hex digits); run sha256sum on the model file`}},
+		{"zero max_concurrent", "version: 1\nbackends:\n  a:\n    command: x\n    max_concurrent: 0\n", nil, []string{
+			`kiln.yaml:5: backends.a.max_concurrent: want a positive whole number such as 10, got "0"`}},
 		{"unknown transport", `
 version: 1
 backends:

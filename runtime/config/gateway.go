@@ -1,0 +1,116 @@
+package config
+
+import (
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Per-backend call limits where the config is silent: a stdio server is one
+// process reading one pipe, an HTTP server usually a pool.
+const (
+	defaultMaxConcurrentStdio = 10
+	defaultMaxConcurrentHTTP  = 100
+	defaultQueueWait          = 10 * time.Second
+)
+
+// health checks gateway.health.
+func (b *builder) health(def Health) Health {
+	get := func(k string) value { return b.expand(b.l.get("gateway.health." + k)) }
+	h := Health{
+		Interval: b.duration(get("interval"), def.Interval),
+		Failures: b.positive(get("failures"), def.Failures, def.Failures),
+	}
+	tv := get("timeout")
+	h.Timeout = b.duration(tv, min(def.Timeout, h.Interval/2))
+	if h.Timeout >= h.Interval && tv.ok && !tv.bad {
+		b.p.addValue(tv, "%s is not shorter than gateway.health.interval (%s); a ping must end before the next starts", strconv.Quote(tv.raw), h.Interval)
+	}
+	return h
+}
+
+// registration checks gateway.registration.
+func (b *builder) registration(def Registration) Registration {
+	get := func(k string) value { return b.expand(b.l.get("gateway.registration." + k)) }
+	r := Registration{
+		MaxBackends: b.positive(get("max_backends"), def.MaxBackends, def.MaxBackends),
+		Persist:     b.boolean(get("persist"), def.Persist),
+	}
+	for _, v := range b.list("gateway.registration.allow_commands") {
+		if !b.nonEmpty(v, "name an executable such as npx or /usr/local/bin/my-server") {
+			continue
+		}
+		cmd := strings.TrimSpace(v.s)
+		if strings.ContainsRune(cmd, '/') && !filepath.IsAbs(cmd) {
+			b.p.addValue(v, "%s is a relative path; give a bare program name (npx) or an absolute path", strconv.Quote(cmd))
+			continue
+		}
+		r.AllowCommands = append(r.AllowCommands, cmd)
+	}
+	return r
+}
+
+// http checks gateway.http.
+func (b *builder) http(def HTTP) HTTP {
+	get := func(k string) value { return b.expand(b.l.get("gateway.http." + k)) }
+	h := def
+	h.AuthToken = strings.TrimSpace(get("auth_token").s)
+	h.JWTIssuer = strings.TrimSpace(get("jwt_issuer").s)
+	h.Audience = strings.TrimSpace(get("audience").s)
+	if v := get("jwks_url"); v.ok && !v.bad {
+		b.httpURL(v, "https://issuer.example.com/.well-known/jwks.json")
+		h.JWKSURL = strings.TrimSpace(v.s)
+	}
+	if (h.JWKSURL == "") != (h.JWTIssuer == "") {
+		b.p.add(0, "gateway.http", "jwt_issuer and jwks_url go together; set both to validate JWTs, or neither")
+	}
+	if v := get("max_body"); v.ok {
+		if n := b.size(v, "4MiB"); n > 0 {
+			h.MaxBody = n
+		}
+	}
+	h.MaxSessions = b.positive(get("max_sessions"), def.MaxSessions, def.MaxSessions)
+	for _, v := range b.list("gateway.http.allowed_origins") {
+		if b.nonEmpty(v, "give an origin such as https://app.example.com") {
+			h.AllowedOrigins = append(h.AllowedOrigins, strings.TrimSpace(v.s))
+		}
+	}
+	for _, v := range b.list("gateway.http.allowed_hosts") {
+		if b.nonEmpty(v, "give a host such as kiln.internal or kiln.internal:8080") {
+			h.AllowedHosts = append(h.AllowedHosts, strings.TrimSpace(v.s))
+		}
+	}
+	return h
+}
+
+// semantic checks gateway.semantic.
+func (b *builder) semantic(def Semantic) Semantic {
+	get := func(k string) value { return b.expand(b.l.get("gateway.semantic." + k)) }
+	s := Semantic{Threads: b.positive(get("threads"), def.Threads, 4)}
+	if v := get("model"); v.ok && !v.bad && strings.TrimSpace(v.s) != "" {
+		s.Model = b.abs(strings.TrimSpace(v.s))
+	}
+	if v := get("sha256"); v.ok && !v.bad {
+		sum := strings.ToLower(strings.TrimSpace(v.s))
+		if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
+			b.p.addValue(v, "%s is not a sha256 digest (64 hex digits); run sha256sum on the model file", strconv.Quote(v.raw))
+		} else {
+			s.SHA256 = sum
+		}
+	}
+	return s
+}
+
+// list expands the items of a section list key.
+func (b *builder) list(path string) []value {
+	e, ok := b.lists[path]
+	if !ok {
+		return nil
+	}
+	var out []value
+	for i, n := range e.val.Content {
+		out = append(out, b.node(path+"["+strconv.Itoa(i)+"]", deref(n)))
+	}
+	return out
+}
