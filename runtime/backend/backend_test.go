@@ -50,8 +50,8 @@ func TestStdioSnapshotKeepsRawSchemas(t *testing.T) {
 	for _, tool := range m.Tools {
 		names = append(names, tool.Name)
 	}
-	// Pagination limit 2 on the server: six tools arrive over three pages.
-	if diff := cmp.Diff([]string{"either", "env", "fail", "image", "spawn", "structured"}, sorted(names)); diff != "" {
+	// Pagination limit 2 on the server: seven tools arrive over four pages.
+	if diff := cmp.Diff([]string{"die", "either", "env", "fail", "image", "spawn", "structured"}, sorted(names)); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	for _, tool := range m.Tools {
@@ -97,7 +97,7 @@ func TestCallToolPassesResultsThrough(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.tool, func(t *testing.T) {
-			r, err := c.CallTool(t.Context(), tc.tool, json.RawMessage(tc.args))
+			r, err := c.CallTool(t.Context(), tc.tool, json.RawMessage(tc.args), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestDialFailureShowsStderr(t *testing.T) {
 
 func TestCloseStopsProcessGroup(t *testing.T) {
 	c := dial(t, stdioConfig(t, "serve"))
-	r, err := c.CallTool(t.Context(), "spawn", nil)
+	r, err := c.CallTool(t.Context(), "spawn", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,10 +181,10 @@ func TestHTTPTransports(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(m.Tools) != 6 {
-				t.Errorf("%d tools, want 6", len(m.Tools))
+			if len(m.Tools) != 7 {
+				t.Errorf("%d tools, want 7", len(m.Tools))
 			}
-			r, err := c.CallTool(t.Context(), "fail", nil)
+			r, err := c.CallTool(t.Context(), "fail", nil, nil)
 			if err != nil || !r.IsError {
 				t.Errorf("fail: err=%v result=%+v", err, r)
 			}

@@ -43,6 +43,12 @@ type Conn struct {
 	instr     string
 	caps      mcp.ServerCapabilities
 
+	// done is closed when the session ends on its own: the process exited
+	// or the SSE stream was lost. exit says how.
+	done     chan struct{}
+	doneOnce sync.Once
+	exit     error
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -51,7 +57,7 @@ type Conn struct {
 // (server/discover, falling back to initialize). ctx bounds only the
 // handshake; the connection lives until Close.
 func Dial(ctx context.Context, cfg *config.Backend, opts Options) (*Conn, error) {
-	c := &Conn{name: cfg.Name, transport: cfg.Transport, stderr: newRing(stderrRingBytes)}
+	c := &Conn{name: cfg.Name, transport: cfg.Transport, stderr: newRing(stderrRingBytes), done: make(chan struct{})}
 	t, err := newTransport(cfg, c.stderr, &c.proc)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
@@ -69,6 +75,7 @@ func Dial(ctx context.Context, cfg *config.Backend, opts Options) (*Conn, error)
 		c.Close()
 		return nil, c.wrap("start", err)
 	}
+	c.watch()
 	name := opts.ClientName
 	if name == "" {
 		name = "kiln"
@@ -111,16 +118,26 @@ func (c *Conn) wrap(op string, err error) error {
 
 // CallTool calls one tool and returns the backend's result as sent. A
 // returned error means the call itself failed (transport, protocol,
-// deadline); a tool-level failure is a Result with IsError set.
-func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage) (*toolcall.Result, error) {
+// deadline); a tool-level failure is a Result with IsError set. A
+// non-nil progressToken asks the backend for progress notifications, which
+// arrive through Options.OnNotification. When ctx ends first the SDK tells
+// the backend: notifications/cancelled on stdio, an aborted request on HTTP.
+func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, progressToken any) (*toolcall.Result, error) {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
 	ctx, capture := withCapture(ctx, string(mcp.MethodToolsCall))
-	res, err := c.client.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	params := mcp.CallToolParams{Name: tool, Arguments: args}
+	if progressToken != nil {
+		params.Meta = &mcp.Meta{ProgressToken: progressToken}
+	}
+	res, err := c.client.CallTool(ctx, mcp.CallToolRequest{Params: params})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("backend %q: call %q: %w", c.name, tool, err)
+		}
+		if exit := c.gone(err); exit != nil {
+			return nil, c.wrap(fmt.Sprintf("call %q", tool), fmt.Errorf("%w: %v", ErrGone, exit))
 		}
 		return nil, c.wrap(fmt.Sprintf("call %q", tool), err)
 	}
@@ -140,21 +157,61 @@ func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage) 
 	return out, nil
 }
 
-// Close ends the session. For stdio backends it also stops the whole
-// process group, so helper processes a server spawned do not linger.
+// Close ends the session. A stdio backend gets SIGTERM (its whole process
+// group, so helpers it spawned stop too) while its stdin closes, and
+// SIGKILL if it is still there after StopGrace.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
-		if c.client != nil {
-			c.closeErr = c.client.Close()
-		}
+		pid := 0
 		if c.proc != nil && c.proc.Process != nil {
-			// The SDK already closed stdin and signalled the leader; the
-			// group kill reaps anything it left behind. ESRCH means the
-			// group is already gone.
-			_ = syscall.Kill(-c.proc.Process.Pid, syscall.SIGKILL)
+			pid = c.proc.Process.Pid
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+		}
+		closed := make(chan error, 1)
+		go func() {
+			if c.client != nil {
+				closed <- c.client.Close()
+				return
+			}
+			closed <- nil
+		}()
+		if pid == 0 {
+			c.closeErr = <-closed
+			return
+		}
+		select {
+		case <-c.done:
+		case <-time.After(StopGrace):
+		}
+		// ESRCH means the group is already gone.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		select {
+		case err := <-closed:
+			c.closeErr = ignoreExit(err)
+			// The watcher sees the reaped process at once; wait for it so
+			// Done is closed when Close returns.
+			select {
+			case <-c.done:
+			case <-time.After(time.Second):
+			}
+		case <-time.After(StopGrace):
+			c.closeErr = fmt.Errorf("backend %q: process %d did not exit after SIGKILL", c.name, pid)
 		}
 	})
 	return c.closeErr
+}
+
+// StopGrace is how long a stdio backend has to exit after SIGTERM.
+const StopGrace = 5 * time.Second
+
+// ignoreExit drops the SDK's report of how a process we stopped exited:
+// being killed is the expected outcome of Close.
+func ignoreExit(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return nil
+	}
+	return err
 }
 
 func indent(s string) string {

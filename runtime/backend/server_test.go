@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
+	"syscall"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -51,6 +53,12 @@ func testServer() *server.MCPServer {
 			}
 			return mcp.NewToolResultText(strconv.Itoa(child.Process.Pid)), nil
 		})
+	s.AddTool(mcp.NewTool("die", mcp.WithDescription("Exits mid-call without answering.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			fmt.Fprintln(os.Stderr, "panic: die tool called")
+			os.Exit(3)
+			return nil, nil
+		})
 	return s
 }
 
@@ -62,6 +70,11 @@ func init() {
 		fmt.Fprintln(os.Stderr, "starting up")
 		fmt.Fprintln(os.Stderr, "fatal: SERVICE_API_KEY is not set")
 		os.Exit(3)
+	case "stubborn":
+		// Ignores SIGTERM and the end of stdin: only SIGKILL stops it.
+		signal.Ignore(syscall.SIGTERM)
+		go func() { _ = server.ServeStdio(testServer()) }()
+		select {}
 	default:
 		if err := server.ServeStdio(testServer()); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/schema"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
@@ -34,47 +36,36 @@ const (
 type Options struct {
 	Version string // kiln's version, sent to backends as clientInfo
 	Logger  *slog.Logger
-	// OnNotification receives backend notifications (progress, logging,
-	// list_changed) tagged with the backend name.
-	OnNotification func(backend, method string, params json.RawMessage)
 	// OnCall is told of every call a backend answered without isError,
 	// by tool ID; search uses it for its usage boost.
 	OnCall func(id string)
+	// OnConnect is told, on its own goroutine, each time a backend
+	// connects: the catalog compares its live tools with the compiled ones.
+	OnConnect func(backend string)
+	// OnListChanged is told when a backend announces that its tools,
+	// resources or prompts changed; kind is "tools", "resources" or
+	// "prompts".
+	OnListChanged func(backend, kind string)
 }
 
-// Dispatcher implements toolcall.Caller over live backend connections.
+// Dispatcher implements toolcall.Caller over live backend connections and
+// supervises them: restarts, health probes, per-backend limits.
 type Dispatcher struct {
 	reg   *registry.Registry
-	cfg   *config.Config
 	opts  Options
 	log   *slog.Logger
 	valid *schema.Validator
 
 	mu     sync.Mutex
+	cfg    *config.Config // replaced by Reload
 	slots  map[string]*slot
-	wg     sync.WaitGroup
-	cancel context.CancelFunc // stops background connects; set by Start
-}
-
-type slot struct {
-	cfg   *config.Backend
-	state State
-	since time.Time
-	conn  *backend.Conn
-	err   error
-	retry time.Time     // when the next connect attempt starts, while unhealthy
-	ready chan struct{} // closed when the first connect attempt ends
-}
-
-// Status is a snapshot of one backend's connection.
-type Status struct {
-	Name            string
-	Transport       string
-	State           State
-	Since           time.Time
-	Error           string
-	ProtocolVersion string
-	StderrTail      string
+	ctx    context.Context // set by Start; slots added later run under it
+	cancel context.CancelFunc
+	recent *recentLog
+	obs    observers
+	// firstRetry and maxRetry bound the restart backoff; tests shorten
+	// them.
+	firstRetry, maxRetry time.Duration
 }
 
 // New returns a dispatcher for the backends in cfg. Nothing connects until
@@ -84,40 +75,37 @@ func New(reg *registry.Registry, cfg *config.Config, opts Options) *Dispatcher {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Dispatcher{reg: reg, cfg: cfg, opts: opts, log: log, valid: schema.New(), slots: map[string]*slot{}}
+	d := &Dispatcher{reg: reg, cfg: cfg, opts: opts, log: log, valid: schema.New(), slots: map[string]*slot{},
+		recent: newRecentLog(recentCalls), obs: observers{byToken: map[string]*Observer{}},
+		firstRetry: firstRetry, maxRetry: maxRetry}
 	for i := range cfg.Backends {
-		b := &cfg.Backends[i]
-		s := &slot{cfg: b, state: StateStarting, since: time.Now(), ready: make(chan struct{})}
-		if !b.Enabled {
-			s.state = StateDisabled
-			close(s.ready)
-		}
-		d.slots[b.Name] = s
+		b := cfg.Backends[i]
+		d.slots[b.Name] = d.newSlot(b, false)
 	}
 	return d
 }
 
 // Start connects every enabled backend concurrently in the background and
-// returns at once. A backend that fails to connect is retried with
-// exponential backoff until it connects or Close is called.
+// returns at once. Each backend is then supervised until Close.
 func (d *Dispatcher) Start(ctx context.Context) {
-	ctx, d.cancel = context.WithCancel(ctx)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ctx, d.cancel = context.WithCancel(ctx)
 	for _, s := range d.slots {
-		if s.state != StateStarting {
-			continue
-		}
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			d.connect(ctx, s)
-		}()
+		s.start(d.ctx)
 	}
 }
 
 // WaitReady blocks until every enabled backend finished its first connect
 // attempt or ctx ends.
 func (d *Dispatcher) WaitReady(ctx context.Context) error {
+	d.mu.Lock()
+	slots := make([]*slot, 0, len(d.slots))
 	for _, s := range d.slots {
+		slots = append(slots, s)
+	}
+	d.mu.Unlock()
+	for _, s := range slots {
 		select {
 		case <-s.ready:
 		case <-ctx.Done():
@@ -127,61 +115,24 @@ func (d *Dispatcher) WaitReady(ctx context.Context) error {
 	return nil
 }
 
-// Backoff bounds for reconnecting a backend that failed to start.
-const (
-	firstRetry = time.Second
-	maxRetry   = 30 * time.Second
-)
-
-func (d *Dispatcher) connect(ctx context.Context, s *slot) {
-	first := true
-	for wait := firstRetry; ; wait = min(2*wait, maxRetry) {
-		if d.dial(ctx, s, wait, first) {
-			return
-		}
-		first = false
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
-}
-
-// dial makes one connect attempt and records its outcome; it reports
-// whether the backend is now connected.
-func (d *Dispatcher) dial(ctx context.Context, s *slot, nextWait time.Duration, first bool) bool {
-	start := time.Now()
-	name := s.cfg.Name
-	conn, err := backend.DialTimeout(ctx, s.cfg, d.cfg.Gateway.ConnectTimeout, backend.Options{
-		ClientVersion: d.opts.Version,
-		OnNotification: func(method string, params json.RawMessage) {
-			if d.opts.OnNotification != nil {
-				d.opts.OnNotification(name, method, params)
-			}
-		},
-	})
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if first {
-		defer close(s.ready)
-	}
-	if err != nil {
-		if s.state != StateUnhealthy {
-			s.since = time.Now()
-		}
-		s.state, s.err, s.retry = StateUnhealthy, err, time.Now().Add(nextWait)
-		d.log.Error("backend failed to start", "backend", name, "err", err, "retry_in", nextWait)
-		return false
-	}
-	s.state, s.conn, s.err, s.since = StateHealthy, conn, nil, time.Now()
-	d.log.Info("backend connected", "backend", name, "protocol", conn.ProtocolVersion(), "took", time.Since(start).Round(time.Millisecond))
-	return true
-}
-
 // CallTool validates args against the tool's recorded schema and calls it
-// on its backend with the backend's timeout.
+// on its backend within the backend's timeout and concurrency limit.
 func (d *Dispatcher) CallTool(ctx context.Context, backendName, tool string, args json.RawMessage) (*toolcall.Result, error) {
+	start := time.Now()
+	res, err := d.callTool(ctx, backendName, tool, args)
+	rec := CallRecord{Time: start, Backend: backendName, Tool: tool, Duration: time.Since(start), Outcome: outcome(res, err)}
+	d.recent.add(rec)
+	if rec.Outcome != "ok" {
+		d.mu.Lock()
+		if s, ok := d.slots[backendName]; ok {
+			s.errs++
+		}
+		d.mu.Unlock()
+	}
+	return res, err
+}
+
+func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, args json.RawMessage) (*toolcall.Result, error) {
 	id := backendName + "." + tool
 	t, err := d.reg.Resolve(id)
 	if err != nil {
@@ -195,13 +146,21 @@ func (d *Dispatcher) CallTool(ctx context.Context, backendName, tool string, arg
 		return nil, &Error{Code: CodeInvalidArgs, Backend: backendName, Tool: tool, Err: err,
 			Message: fmt.Sprintf("%s: %v\nExpected arguments: %s\nCall tool_info with tool_name %q and detail \"full\" for the whole schema.", id, err, t.Signature(), id)}
 	}
-	conn, timeout, err := d.conn(backendName, tool)
+	s, conn, lim, err := d.conn(backendName, tool)
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	release, err := s.acquire(ctx, lim, tool)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	token, done := d.obs.track(ctx, backendName)
+	defer done()
+	cctx, cancel := context.WithTimeout(ctx, lim.timeout)
 	defer cancel()
-	res, err := conn.CallTool(cctx, tool, args)
+	res, err := conn.CallTool(cctx, tool, args, token)
 	switch {
 	case err == nil:
 		if !res.IsError && d.opts.OnCall != nil {
@@ -210,90 +169,121 @@ func (d *Dispatcher) CallTool(ctx context.Context, backendName, tool string, arg
 		return res, nil
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return nil, &Error{Code: CodeTimeout, Backend: backendName, Tool: tool, Err: err,
-			Message: fmt.Sprintf("%s did not answer before the caller's deadline (the call_tool_chain timeout); pass a larger timeout or split the work", id)}
+			Message: fmt.Sprintf("%s did not answer before the caller's deadline (the call_tool_chain timeout); kiln told %s to stop; pass a larger timeout or split the work", id, backendName)}
 	case ctx.Err() != nil:
 		return nil, &Error{Code: CodeCanceled, Backend: backendName, Tool: tool, Err: err,
-			Message: fmt.Sprintf("%s was canceled by the client before %s answered", id, backendName)}
+			Message: fmt.Sprintf("%s was canceled by the client before %s answered; kiln told %s to stop", id, backendName, backendName)}
 	case errors.Is(err, context.DeadlineExceeded):
 		return nil, &Error{Code: CodeTimeout, Backend: backendName, Tool: tool, Err: err,
-			Message: fmt.Sprintf("%s did not answer within %s (backend %q call timeout); retry with a smaller request or raise backends.%s.timeout", id, timeout, backendName, backendName)}
+			Message: fmt.Sprintf("%s did not answer within %s (backend %q call timeout); kiln told %s to stop; retry with a smaller request or raise backends.%s.timeout", id, lim.timeout, backendName, backendName, backendName)}
+	case errors.Is(err, backend.ErrGone):
+		return nil, &Error{Code: CodeUnavailable, Backend: backendName, Tool: tool, Err: err,
+			Message: fmt.Sprintf("%s failed: backend %q stopped while running it: %v\nkiln restarts it automatically; read kiln://backend/%s for when, then retry.", id, backendName, err, backendName)}
 	default:
 		return nil, &Error{Code: CodeBackend, Backend: backendName, Tool: tool, Err: err,
 			Message: fmt.Sprintf("%s failed: %v\nRead kiln://backend/%s for the backend's state.", id, err, backendName)}
 	}
 }
 
-// conn returns the live connection and the backend's call timeout, or an
-// error saying why there is no connection and what the caller can do.
-func (d *Dispatcher) conn(name, tool string) (*backend.Conn, time.Duration, error) {
+// limits are one backend's call limits, read together under the lock so a
+// reload never shows a call half of each.
+type limits struct {
+	timeout   time.Duration
+	queueWait time.Duration
+}
+
+// conn returns the backend's slot and live connection, or an error saying
+// why there is none and what the caller can do.
+func (d *Dispatcher) conn(name, tool string) (*slot, *backend.Conn, limits, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.slots[name]
 	if !ok {
-		return nil, 0, &Error{Code: CodeNotConfigured, Backend: name, Tool: tool,
+		return nil, nil, limits{}, &Error{Code: CodeNotConfigured, Backend: name, Tool: tool,
 			Message: fmt.Sprintf("backend %q is compiled into kiln but not declared in its config; add backends.%s to %s to use it", name, name, d.cfg.EditHint())}
 	}
+	lim := limits{timeout: cmp.Or(s.cfg.Timeout, d.cfg.Gateway.CallTimeout), queueWait: s.cfg.QueueWait}
 	switch s.state {
 	case StateHealthy:
-		return s.conn, cmp.Or(s.cfg.Timeout, d.cfg.Gateway.CallTimeout), nil
+		return s, s.conn, lim, nil
 	case StateStarting:
-		return nil, 0, &Error{Code: CodeStarting, Backend: name, Tool: tool,
+		return nil, nil, lim, &Error{Code: CodeStarting, Backend: name, Tool: tool,
 			Message: fmt.Sprintf("backend %q is still starting, retry in a moment; tool %s.%s is known but its backend has not connected yet", name, name, tool)}
 	case StateDisabled:
-		return nil, 0, &Error{Code: CodeUnavailable, Backend: name, Tool: tool,
+		return nil, nil, lim, &Error{Code: CodeUnavailable, Backend: name, Tool: tool,
 			Message: fmt.Sprintf("backend %q is disabled (backends.%s.enabled: false)", name, name)}
 	default:
-		msg := fmt.Sprintf("backend %q is %s since %s", name, s.state, s.since.Format(time.RFC3339))
-		if s.err != nil {
-			msg += ": " + firstLines(s.err.Error(), 8)
-		}
-		if !s.retry.IsZero() {
-			msg += fmt.Sprintf("\nkiln retries connecting at %s; try again after that.", s.retry.Format(time.RFC3339))
-		}
-		return nil, 0, &Error{Code: CodeUnavailable, Backend: name, Tool: tool, Err: s.err,
-			Message: msg + fmt.Sprintf("\nRead kiln://backend/%s for details.", name)}
+		return nil, nil, lim, &Error{Code: CodeUnavailable, Backend: name, Tool: tool, Err: s.err, Message: s.unavailable()}
 	}
 }
 
-// Status reports every configured backend, sorted by name.
-func (d *Dispatcher) Status() []Status {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := make([]Status, 0, len(d.slots))
-	for _, b := range d.cfg.Backends {
-		s := d.slots[b.Name]
-		st := Status{Name: b.Name, Transport: b.Transport, State: s.state, Since: s.since}
-		if s.err != nil {
-			st.Error = s.err.Error()
-		}
-		if s.conn != nil {
-			st.ProtocolVersion = s.conn.ProtocolVersion()
-			st.StderrTail = s.conn.StderrTail(20)
-		}
-		out = append(out, st)
+// unavailable says why a stopped or unhealthy backend cannot take calls
+// and when that may change. Called with d.mu held.
+func (s *slot) unavailable() string {
+	name := s.cfg.Name
+	msg := fmt.Sprintf("backend %q is %s since %s", name, s.state, s.since.Format(time.RFC3339))
+	if s.err != nil {
+		msg += ": " + firstLines(s.err.Error(), 8)
 	}
-	return out
+	if !s.retry.IsZero() {
+		msg += fmt.Sprintf("\nkiln retries at %s; try again after that.", s.retry.Format(time.RFC3339))
+	}
+	return msg + fmt.Sprintf("\nRead kiln://backend/%s for details.", name)
 }
 
-// Close stops every backend connection and waits for pending connects.
+// Tools lists a connected backend's tools as it publishes them now.
+func (d *Dispatcher) Tools(ctx context.Context, name string) ([]manifest.Tool, error) {
+	_, conn, _, err := d.conn(name, "")
+	if err != nil {
+		return nil, err
+	}
+	return conn.ListTools(ctx)
+}
+
+// Snapshot records everything a connected backend offers, as kiln-gen
+// record would.
+func (d *Dispatcher) Snapshot(ctx context.Context, name string) (*manifest.Manifest, error) {
+	_, conn, _, err := d.conn(name, "")
+	if err != nil {
+		return nil, err
+	}
+	return conn.Snapshot(ctx)
+}
+
+// Close stops every backend and waits for them to exit.
 func (d *Dispatcher) Close() error {
+	d.mu.Lock()
 	if d.cancel != nil {
 		d.cancel()
 	}
-	d.wg.Wait()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var errs []error
+	slots := make([]*slot, 0, len(d.slots))
 	for _, s := range d.slots {
-		if s.conn != nil {
-			if err := s.conn.Close(); err != nil {
-				errs = append(errs, err)
-			}
-			s.conn = nil
-		}
-		s.state = StateStopped
+		slots = append(slots, s)
 	}
+	d.mu.Unlock()
+	return stopAll(slots)
+}
+
+// stopAll stops slots concurrently: each stdio backend may take its whole
+// grace period.
+func stopAll(slots []*slot) error {
+	errs := make([]error, len(slots))
+	var wg sync.WaitGroup
+	for i, s := range slots {
+		wg.Go(func() { errs[i] = s.stop() })
+	}
+	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// names returns the slot names sorted; called with d.mu held.
+func (d *Dispatcher) namesLocked() []string {
+	names := make([]string, 0, len(d.slots))
+	for n := range d.slots {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 func firstLines(s string, n int) string {

@@ -15,6 +15,7 @@ const (
 	CodeInvalidArgs   Code = "invalid_arguments"
 	CodeStarting      Code = "backend_starting"
 	CodeUnavailable   Code = "backend_unavailable"
+	CodeBusy          Code = "backend_busy"
 	CodeNotConfigured Code = "backend_not_configured"
 	CodeTimeout       Code = "timeout"
 	CodeCanceled      Code = "canceled"

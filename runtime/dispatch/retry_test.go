@@ -62,7 +62,7 @@ func TestFailedStartIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = d.CallTool(t.Context(), "flaky", "ping", nil)
-	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "kiln retries connecting at") || !strings.Contains(err.Error(), "dependency not ready") {
+	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "kiln retries at") || !strings.Contains(err.Error(), "dependency not ready") {
 		t.Fatalf("call after the failed first start: %v", err)
 	}
 	// The retry comes about a second later; poll the state, not a clock.

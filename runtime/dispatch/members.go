@@ -1,0 +1,114 @@
+package dispatch
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/kilnmcp/kiln/runtime/config"
+)
+
+// AddBackend starts supervising a backend registered at run time. It
+// fails if the name is taken.
+func (d *Dispatcher) AddBackend(b config.Backend) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.slots[b.Name]; ok {
+		return fmt.Errorf("backend %q already exists", b.Name)
+	}
+	s := d.newSlot(b, true)
+	d.slots[b.Name] = s
+	if d.ctx != nil {
+		s.start(d.ctx)
+	}
+	return nil
+}
+
+// Ready returns a channel closed when the backend's first connect attempt
+// ends, or nil for an unknown backend.
+func (d *Dispatcher) Ready(name string) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.slots[name]; ok {
+		return s.ready
+	}
+	return nil
+}
+
+// RemoveBackend stops a backend and forgets it; it reports whether there
+// was one.
+func (d *Dispatcher) RemoveBackend(name string) bool {
+	d.mu.Lock()
+	s, ok := d.slots[name]
+	delete(d.slots, name)
+	d.mu.Unlock()
+	if ok {
+		s.stop()
+	}
+	return ok
+}
+
+// Reload applies a new config: backends whose connection settings changed
+// (command, args, env, cwd, url, headers, transport, enabled) restart, as
+// do backends kiln gave up restarting (the edit is the fix),
+// limits (timeout, max_concurrent, queue_wait) and health settings apply
+// in place, and untouched backends keep their sessions. Backends added at
+// run time are left alone. It returns the names of restarted backends.
+func (d *Dispatcher) Reload(cfg *config.Config) []string {
+	d.mu.Lock()
+	next := map[string]config.Backend{}
+	for _, b := range cfg.Backends {
+		next[b.Name] = b
+	}
+	var restart []*slot
+	var names []string
+	for name, s := range d.slots {
+		b, declared := next[name]
+		switch {
+		case s.dynamic:
+		case !declared:
+			// Dropped from the config: stop it but keep a slot so calls
+			// get a clear "disabled" answer.
+			b = s.cfg
+			b.Enabled = false
+			fallthrough
+		case !sameConnection(s.cfg, b) || s.gaveUp:
+			restart = append(restart, s)
+			d.slots[name] = d.newSlot(b, false)
+			names = append(names, name)
+		default:
+			s.cfg.Timeout, s.cfg.QueueWait = b.Timeout, b.QueueWait
+			if b.MaxConcurrent != cap(s.sem) {
+				// Calls in flight release into the old semaphore.
+				s.sem = make(chan struct{}, max(b.MaxConcurrent, 1))
+			}
+			s.cfg.MaxConcurrent = b.MaxConcurrent
+		}
+	}
+	for name, b := range next {
+		if _, ok := d.slots[name]; !ok {
+			d.slots[name] = d.newSlot(b, false)
+			names = append(names, name)
+		}
+	}
+	d.cfg = cfg
+	d.mu.Unlock()
+	stopAll(restart)
+	d.mu.Lock()
+	for _, name := range names {
+		if s := d.slots[name]; d.ctx != nil {
+			s.start(d.ctx)
+		}
+	}
+	d.mu.Unlock()
+	slices.Sort(names)
+	return names
+}
+
+// sameConnection reports whether two settings of one backend connect the
+// same way, so a live session can carry over.
+func sameConnection(a, b config.Backend) bool {
+	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
+		maps.Equal(a.Env, b.Env) && a.Cwd == b.Cwd && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
+		a.Enabled == b.Enabled
+}

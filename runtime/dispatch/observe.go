@@ -1,0 +1,105 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+)
+
+// Observer receives what a backend reports while it runs a call made with
+// a context from WithObserver: progress notifications and log messages.
+// The server uses it to pass them on to the client that made the call,
+// under the client's own progress token.
+type Observer struct {
+	// Progress gets each notifications/progress of the call.
+	Progress func(progress float64, total *float64, message string)
+	// Log gets the backend's notifications/message while the call runs.
+	Log func(params json.RawMessage)
+}
+
+type observerKey struct{}
+
+// WithObserver returns a context whose backend calls report to o.
+func WithObserver(ctx context.Context, o *Observer) context.Context {
+	return context.WithValue(ctx, observerKey{}, o)
+}
+
+// observers routes backend notifications to the calls they belong to.
+// Backends get kiln's own progress tokens, unique across backends, so a
+// backend can neither see nor forge a client's token.
+type observers struct {
+	mu        sync.Mutex
+	next      int64
+	byToken   map[string]*Observer
+	byBackend map[string]map[string]*Observer // backend -> token -> observer
+}
+
+// track registers ctx's observer for one call on backend and returns the
+// progress token to send, or nil when nobody listens.
+func (o *observers) track(ctx context.Context, backend string) (token any, done func()) {
+	obs, _ := ctx.Value(observerKey{}).(*Observer)
+	if obs == nil {
+		return nil, func() {}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.next++
+	tok := "kiln-" + strconv.FormatInt(o.next, 10)
+	o.byToken[tok] = obs
+	if o.byBackend == nil {
+		o.byBackend = map[string]map[string]*Observer{}
+	}
+	if o.byBackend[backend] == nil {
+		o.byBackend[backend] = map[string]*Observer{}
+	}
+	o.byBackend[backend][tok] = obs
+	return tok, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		delete(o.byToken, tok)
+		delete(o.byBackend[backend], tok)
+	}
+}
+
+// notification handles one notification from a backend.
+func (d *Dispatcher) notification(backend, method string, params json.RawMessage) {
+	switch method {
+	case "notifications/progress":
+		var p struct {
+			Token    any      `json:"progressToken"`
+			Progress float64  `json:"progress"`
+			Total    *float64 `json:"total"`
+			Message  string   `json:"message"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return
+		}
+		tok, _ := p.Token.(string)
+		d.obs.mu.Lock()
+		obs := d.obs.byToken[tok]
+		d.obs.mu.Unlock()
+		if obs != nil && obs.Progress != nil {
+			obs.Progress(p.Progress, p.Total, p.Message)
+		}
+	case "notifications/message":
+		d.log.Info("backend log", "backend", backend, "params", string(params))
+		d.obs.mu.Lock()
+		var targets []*Observer
+		for _, obs := range d.obs.byBackend[backend] {
+			if obs.Log != nil {
+				targets = append(targets, obs)
+			}
+		}
+		d.obs.mu.Unlock()
+		for _, obs := range targets {
+			obs.Log(params)
+		}
+	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+		kind := method[len("notifications/") : len(method)-len("/list_changed")]
+		d.log.Info("backend list changed", "backend", backend, "kind", kind)
+		if d.opts.OnListChanged != nil {
+			go d.opts.OnListChanged(backend, kind)
+		}
+	}
+}

@@ -1,0 +1,316 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/config"
+)
+
+// Restart policy: exponential backoff between attempts, and a cap on
+// restarts in a sliding window so a crash loop cannot burn the machine.
+const (
+	firstRetry    = time.Second
+	maxRetry      = 30 * time.Second
+	restartWindow = 60 * time.Second
+	maxRestarts   = 5
+	// halfOpenAfter is how many health intervals an open circuit waits
+	// before it probes again.
+	halfOpenAfter = 3
+)
+
+// slot supervises one backend: it connects, watches the connection,
+// probes its health and restarts it. Fields below mu are guarded by the
+// dispatcher's mutex.
+type slot struct {
+	d       *Dispatcher
+	dynamic bool
+
+	cfg      config.Backend
+	state    State
+	since    time.Time
+	conn     *backend.Conn
+	err      error     // why the backend is not healthy
+	retry    time.Time // when the next connect or probe happens, while not healthy
+	restarts []time.Time
+	failures int // probes failed in a row
+	lastOK   time.Time
+	sem      chan struct{}
+	inFlight int
+	calls    int64
+	errs     int64
+	gaveUp   bool
+
+	ready  chan struct{} // closed when the first connect attempt ends
+	cancel context.CancelFunc
+	exited chan struct{} // closed when the supervising goroutine returns
+}
+
+func (d *Dispatcher) newSlot(b config.Backend, dynamic bool) *slot {
+	s := &slot{d: d, dynamic: dynamic, cfg: b, state: StateStarting, since: time.Now(),
+		ready: make(chan struct{}), exited: make(chan struct{}), sem: make(chan struct{}, max(b.MaxConcurrent, 1))}
+	if !b.Enabled {
+		s.state = StateDisabled
+		close(s.ready)
+		close(s.exited)
+	}
+	return s
+}
+
+// start launches the supervisor; called with d.mu held.
+func (s *slot) start(ctx context.Context) {
+	if s.state == StateDisabled || s.cancel != nil {
+		return
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	go s.run(ctx)
+}
+
+// stop ends supervision and the connection, and waits for both.
+func (s *slot) stop() error {
+	s.d.mu.Lock()
+	cancel := s.cancel
+	started := cancel != nil
+	s.d.mu.Unlock()
+	if !started {
+		return nil
+	}
+	cancel()
+	<-s.exited
+	return nil
+}
+
+func (s *slot) run(ctx context.Context) {
+	defer close(s.exited)
+	log := s.d.log.With("backend", s.cfg.Name)
+	first := true
+	wait := s.d.firstRetry
+	for {
+		conn, err := s.dial(ctx, first)
+		// ready closes once the first attempt's outcome is recorded, so
+		// WaitReady never shows a failed start as still starting.
+		signal := func() {
+			if first {
+				close(s.ready)
+				first = false
+			}
+		}
+		if err == nil {
+			signal()
+		}
+		if ctx.Err() != nil {
+			signal()
+			if conn != nil {
+				conn.Close()
+			}
+			s.set(StateStopped, nil)
+			return
+		}
+		if err == nil {
+			up := time.Now()
+			err = s.serve(ctx, conn, log)
+			conn.Close()
+			if ctx.Err() != nil {
+				s.set(StateStopped, nil)
+				return
+			}
+			if time.Since(up) > restartWindow {
+				wait = s.d.firstRetry // it ran well for a while: start the backoff over
+			}
+			err = fmt.Errorf("%w\n  last stderr lines:\n    %s", err, indentTail(conn.StderrTail(10)))
+			log.Error("backend stopped", "err", err)
+		} else {
+			log.Error("backend failed to start", "err", err)
+		}
+		more := s.scheduleRestart(err, wait)
+		signal()
+		if !more {
+			log.Error("backend restarted too often; kiln stopped restarting it", "restarts", maxRestarts, "window", restartWindow)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			s.set(StateStopped, nil)
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, s.d.maxRetry)
+	}
+}
+
+// dial makes one connect attempt and records its outcome.
+func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
+	s.d.mu.Lock()
+	cfg := s.cfg
+	connectTimeout := s.d.cfg.Gateway.ConnectTimeout
+	if !first {
+		s.state, s.since = StateStarting, time.Now()
+	}
+	s.d.mu.Unlock()
+	start := time.Now()
+	name := cfg.Name
+	conn, err := backend.DialTimeout(ctx, &cfg, connectTimeout, backend.Options{
+		ClientVersion: s.d.opts.Version,
+		OnNotification: func(method string, params json.RawMessage) {
+			s.d.notification(name, method, params)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.d.mu.Lock()
+	s.state, s.conn, s.err, s.since, s.retry, s.failures, s.lastOK = StateHealthy, conn, nil, time.Now(), time.Time{}, 0, time.Now()
+	s.d.mu.Unlock()
+	s.d.log.Info("backend connected", "backend", name, "protocol", conn.ProtocolVersion(), "took", time.Since(start).Round(time.Millisecond))
+	if s.d.opts.OnConnect != nil {
+		go s.d.opts.OnConnect(name)
+	}
+	return conn, nil
+}
+
+// scheduleRestart records a failure and the time of the next attempt. It
+// reports false when the restart window is full: the backend is left
+// unhealthy until its config changes or kiln restarts.
+func (s *slot) scheduleRestart(cause error, wait time.Duration) bool {
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
+	now := time.Now()
+	wasUp := s.conn != nil
+	s.conn = nil
+	kept := s.restarts[:0]
+	for _, t := range s.restarts {
+		if now.Sub(t) < restartWindow {
+			kept = append(kept, t)
+		}
+	}
+	s.restarts = kept
+	if len(s.restarts) >= maxRestarts {
+		s.state, s.since, s.retry, s.gaveUp = StateUnhealthy, now, time.Time{}, true
+		s.err = fmt.Errorf("restarted %d times within %s and failed again, so kiln stopped restarting it; last failure: %w\nFix the backend, then edit backends.%s in %s (kiln reloads it) or restart kiln",
+			maxRestarts, restartWindow, cause, s.cfg.Name, s.d.cfg.EditHint())
+		return false
+	}
+	s.restarts = append(s.restarts, now)
+	s.state = StateUnhealthy // it never connected this round
+	if wasUp {
+		s.state = StateStopped
+	}
+	s.since, s.err, s.retry = now, cause, now.Add(wait)
+	return true
+}
+
+// serve watches a live connection until it ends or ctx does, probing its
+// health every interval. It returns why the connection ended.
+func (s *slot) serve(ctx context.Context, conn *backend.Conn, log interface {
+	Warn(string, ...any)
+	Info(string, ...any)
+}) error {
+	s.d.mu.Lock()
+	h := s.d.cfg.Gateway.Health
+	s.d.mu.Unlock()
+	// A random first delay spreads the probes of many backends over the
+	// interval instead of firing them together.
+	timer := time.NewTimer(time.Duration(rand.Int64N(int64(h.Interval))) + h.Interval/2)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-conn.Done():
+			return fmt.Errorf("%w: %v", backend.ErrGone, conn.Exit())
+		case <-timer.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, h.Timeout)
+		err := conn.Probe(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.d.mu.Lock()
+		h = s.d.cfg.Gateway.Health
+		next := h.Interval
+		switch {
+		case err == nil:
+			if s.state == StateUnhealthy {
+				log.Info("backend recovered")
+			}
+			s.state, s.err, s.retry, s.failures, s.lastOK = StateHealthy, nil, time.Time{}, 0, time.Now()
+		default:
+			s.failures++
+			if s.failures >= h.Failures {
+				if s.state != StateUnhealthy {
+					s.state, s.since = StateUnhealthy, time.Now()
+					log.Warn("backend unhealthy: circuit open", "failures", s.failures, "err", err)
+				}
+				next = halfOpenAfter * h.Interval
+				s.err = fmt.Errorf("%d health probes failed in a row (last: %v)", s.failures, err)
+				s.retry = time.Now().Add(next)
+			}
+		}
+		s.d.mu.Unlock()
+		timer.Reset(next)
+	}
+}
+
+// set records a state with its cause.
+func (s *slot) set(st State, err error) {
+	s.d.mu.Lock()
+	s.state, s.err, s.since, s.conn = st, err, time.Now(), nil
+	s.d.mu.Unlock()
+}
+
+// acquire takes one of the backend's call slots, waiting up to
+// lim.queueWait.
+func (s *slot) acquire(ctx context.Context, lim limits, tool string) (release func(), err error) {
+	s.d.mu.Lock()
+	sem := s.sem
+	s.d.mu.Unlock()
+	take := func() func() {
+		s.d.mu.Lock()
+		s.inFlight++
+		s.calls++
+		s.d.mu.Unlock()
+		return func() {
+			<-sem
+			s.d.mu.Lock()
+			s.inFlight--
+			s.d.mu.Unlock()
+		}
+	}
+	select {
+	case sem <- struct{}{}:
+		return take(), nil
+	default:
+	}
+	timer := time.NewTimer(lim.queueWait)
+	defer timer.Stop()
+	select {
+	case sem <- struct{}{}:
+		return take(), nil
+	case <-ctx.Done():
+		return nil, &Error{Code: CodeCanceled, Backend: s.cfg.Name, Tool: tool, Err: ctx.Err(),
+			Message: fmt.Sprintf("%s.%s was canceled while waiting for a free slot on backend %q", s.cfg.Name, tool, s.cfg.Name)}
+	case <-timer.C:
+		return nil, &Error{Code: CodeBusy, Backend: s.cfg.Name, Tool: tool,
+			Message: fmt.Sprintf("backend %q is busy: %d calls in flight (its max_concurrent) and none finished within %s; retry shortly, run fewer calls at once, or raise backends.%s.max_concurrent",
+				s.cfg.Name, cap(sem), lim.queueWait, s.cfg.Name)}
+	}
+}
+
+func indentTail(tail string) string {
+	if tail == "" {
+		return "(none)"
+	}
+	out := []byte{}
+	for i := 0; i < len(tail); i++ {
+		out = append(out, tail[i])
+		if tail[i] == '\n' {
+			out = append(out, "    "...)
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,254 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/registry"
+)
+
+// With KILN_TEST_SUPERVISED set, the test binary is a real mcp-go stdio
+// server whose tools misbehave on request; "exit" makes it fail at start.
+func init() {
+	mode := os.Getenv("KILN_TEST_SUPERVISED")
+	switch mode {
+	case "":
+		return
+	case "exit":
+		fmt.Fprintln(os.Stderr, "fatal: cannot start")
+		os.Exit(2)
+	}
+	s := server.NewMCPServer("supervised", "1", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("pid"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(strconv.Itoa(os.Getpid())), nil
+	})
+	s.AddTool(mcp.NewTool("die"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fmt.Fprintln(os.Stderr, "panic: die called")
+		os.Exit(3)
+		return nil, nil
+	})
+	s.AddTool(mcp.NewTool("wait"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	s.AddTool(mcp.NewTool("progress"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		srv := server.ServerFromContext(ctx)
+		for i := 1; i <= 3; i++ {
+			total := 3.0
+			_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+				"progressToken": req.Params.Meta.ProgressToken, "progress": i, "total": total, "message": fmt.Sprintf("step %d", i)})
+		}
+		// mcp-go queues notifications on another goroutine than responses;
+		// a real tool reports progress while it works, so work a little.
+		time.Sleep(200 * time.Millisecond)
+		return mcp.NewToolResultText("done"), nil
+	})
+	if err := server.ServeStdio(s); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// supervised starts a dispatcher over one backend run by this test binary.
+func supervised(t *testing.T, mode string, tune func(*config.Config)) *Dispatcher {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New()
+	var tools []manifest.Tool
+	for _, n := range []string{"pid", "die", "wait", "progress"} {
+		tools = append(tools, manifest.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
+	}
+	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "sup", Tools: tools}, true); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Gateway: config.DefaultGateway(), Backends: []config.Backend{{
+		Name: "sup", Transport: config.TransportStdio, Command: exe, Enabled: true,
+		Env: map[string]string{"KILN_TEST_SUPERVISED": mode}, Timeout: 20 * time.Second,
+		MaxConcurrent: 10, QueueWait: time.Second,
+	}}}
+	cfg.Gateway.ConnectTimeout = 20 * time.Second
+	if tune != nil {
+		tune(cfg)
+	}
+	d := New(reg, cfg, Options{})
+	d.firstRetry, d.maxRetry = 20*time.Millisecond, 100*time.Millisecond
+	d.Start(t.Context())
+	t.Cleanup(func() { d.Close() })
+	if err := d.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// waitFor polls the backend's status until ok holds or the test's
+// deadline passes.
+func waitFor(t *testing.T, d *Dispatcher, what string, ok func(Status) bool) Status {
+	t.Helper()
+	for {
+		st := d.Status()[0]
+		if ok(st) {
+			return st
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("never %s; last status %+v", what, st)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func TestCrashMidCallFailsFastThenRestarts(t *testing.T) {
+	d := supervised(t, "serve", nil)
+	first, err := d.CallTool(t.Context(), "sup", "pid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.CallTool(t.Context(), "sup", "die", nil)
+	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "stopped while running it") || !strings.Contains(err.Error(), "panic: die called") {
+		t.Fatalf("call that killed the backend: %v", err)
+	}
+	st := waitFor(t, d, "restarted", func(s Status) bool { return s.State == StateHealthy && s.Restarts == 1 })
+	if st.Restarts != 1 {
+		t.Errorf("restarts = %d, want 1", st.Restarts)
+	}
+	second, err := d.CallTool(t.Context(), "sup", "pid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.TextContent() == second.TextContent() {
+		t.Errorf("same pid %s after a restart", first.TextContent())
+	}
+}
+
+func TestRestartStormIsCapped(t *testing.T) {
+	d := supervised(t, "exit", nil)
+	st := waitFor(t, d, "given up", func(s Status) bool { return s.GaveUp })
+	if st.State != StateUnhealthy || st.Restarts != maxRestarts || !strings.Contains(st.Error, "stopped restarting") || !strings.Contains(st.Error, "fatal: cannot start") {
+		t.Fatalf("status after the storm: %+v", st)
+	}
+	_, err := d.CallTool(t.Context(), "sup", "pid", nil)
+	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "stopped restarting") {
+		t.Fatalf("call after giving up: %v", err)
+	}
+}
+
+func TestHungBackendOpensCircuitAndRecovers(t *testing.T) {
+	d := supervised(t, "serve", func(c *config.Config) {
+		c.Gateway.Health = config.Health{Interval: 100 * time.Millisecond, Timeout: 50 * time.Millisecond, Failures: 2}
+	})
+	res, err := d.CallTool(t.Context(), "sup", "pid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(res.TextContent())
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	st := waitFor(t, d, "unhealthy", func(s Status) bool { return s.State == StateUnhealthy })
+	if !strings.Contains(st.Error, "health probes failed in a row") || st.NextRetry.IsZero() {
+		t.Errorf("open circuit status: %+v", st)
+	}
+	_, err = d.CallTool(t.Context(), "sup", "pid", nil)
+	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "is unhealthy since") || !strings.Contains(err.Error(), "kiln retries at") {
+		t.Fatalf("call with the circuit open: %v", err)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	waitFor(t, d, "recovered", func(s Status) bool { return s.State == StateHealthy })
+}
+
+func TestBusyBackendAndCancellation(t *testing.T) {
+	d := supervised(t, "serve", func(c *config.Config) {
+		c.Backends[0].MaxConcurrent, c.Backends[0].QueueWait = 1, 50*time.Millisecond
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var waitErr error
+	wg.Go(func() { _, waitErr = d.CallTool(ctx, "sup", "wait", nil) })
+	waitFor(t, d, "busy", func(s Status) bool { return s.InFlight == 1 })
+	_, err := d.CallTool(t.Context(), "sup", "pid", nil)
+	if CodeOf(err) != CodeBusy || !strings.Contains(err.Error(), "backends.sup.max_concurrent") {
+		t.Fatalf("call over the limit: %v", err)
+	}
+	cancel()
+	wg.Wait()
+	if CodeOf(waitErr) != CodeCanceled {
+		t.Fatalf("canceled call: %v", waitErr)
+	}
+	if _, err := d.CallTool(t.Context(), "sup", "pid", nil); err != nil {
+		t.Fatalf("slot not released after cancel: %v", err)
+	}
+	rec := d.Recent(3)
+	if len(rec) != 3 || rec[0].Outcome != "ok" || rec[1].Outcome != string(CodeCanceled) || rec[2].Outcome != string(CodeBusy) {
+		t.Errorf("recent calls = %+v", rec)
+	}
+}
+
+func TestProgressReachesObserver(t *testing.T) {
+	d := supervised(t, "serve", nil)
+	var mu sync.Mutex
+	var got []string
+	ctx := WithObserver(t.Context(), &Observer{Progress: func(p float64, total *float64, msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprintf("%g/%g %s", p, *total, msg))
+	}})
+	if _, err := d.CallTool(ctx, "sup", "progress", nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(got, ",") != "1/3 step 1,2/3 step 2,3/3 step 3" {
+		t.Errorf("progress = %q", got)
+	}
+}
+
+func TestReloadKeepsOrRestartsSessions(t *testing.T) {
+	d := supervised(t, "serve", nil)
+	pidOf := func() string {
+		res, err := d.CallTool(t.Context(), "sup", "pid", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.TextContent()
+	}
+	before := pidOf()
+	d.mu.Lock()
+	next := *d.cfg
+	next.Backends = append([]config.Backend(nil), d.cfg.Backends...)
+	d.mu.Unlock()
+	next.Backends[0].Timeout, next.Backends[0].MaxConcurrent = 3*time.Second, 4
+	if restarted := d.Reload(&next); len(restarted) != 0 {
+		t.Fatalf("limits-only reload restarted %v", restarted)
+	}
+	if st := d.Status()[0]; st.Timeout != 3*time.Second || st.MaxConcurrent != 4 {
+		t.Errorf("limits not applied: %+v", st)
+	}
+	if pidOf() != before {
+		t.Error("limits-only reload replaced the process")
+	}
+	env := map[string]string{"KILN_TEST_SUPERVISED": "serve", "EXTRA": "1"}
+	next.Backends[0].Env = env
+	if restarted := d.Reload(&next); len(restarted) != 1 {
+		t.Fatalf("env change restarted %v", restarted)
+	}
+	waitFor(t, d, "reconnected", func(s Status) bool { return s.State == StateHealthy })
+	if pidOf() == before {
+		t.Error("env change kept the old process")
+	}
+}

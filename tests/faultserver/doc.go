@@ -1,0 +1,42 @@
+// Command faultserver is an MCP backend that misbehaves on request. Kiln's
+// end-to-end tests run it behind the gateway to prove supervisor, health,
+// timeout, cancellation, progress and change-tracking behaviour against a
+// real process, where a well-behaved public server cannot be made to fail on
+// cue.
+//
+// It speaks stdio by default, or streamable HTTP at http://ADDR/mcp with
+// --http ADDR (ADDR may end in :0; the bound address is printed to stderr as
+// "faultserver: listening on http://HOST:PORT/mcp").
+//
+// Every knob is an environment variable, so a kiln.yaml env: block can set
+// it; each also has a flag of the same meaning, which wins over the variable:
+//
+//	FAULT_STATE_DIR=dir       --state-dir     write dir/pid and append events to dir/events.log
+//	FAULT_START_DELAY=10s     --start-delay   sleep before serving (a slow or never-ready backend)
+//	FAULT_EXIT_AT_START=code  --exit-at-start exit with code before serving (a crash loop)
+//	FAULT_CRASH_AFTER=N       --crash-after   exit(3) on reading the N-th tools/call, unanswered
+//	FAULT_STDOUT_GARBAGE=1    --stdout-garbage   stdio only: write non-JSON lines to stdout
+//	FAULT_HTTP_STATELESS=1    --stateless     HTTP only: no sessions, which the SDK needs to speak 2026-07-28
+//
+// FAULT_START_DELAY is applied before FAULT_EXIT_AT_START, so the two
+// together make a backend that is slow to crash. Bad values exit with 2.
+//
+// The SDK serves protocol 2026-07-28 over HTTP only when stateless; the
+// stateful default makes a 2026 client fall back to 2025-11-25. On stdio and
+// stateful HTTP, notifications/cancelled cancels the handler's context; when
+// stateless it cannot (it arrives in a POST of its own), so the end of the
+// call's POST cancels it instead.
+//
+// events.log holds one line per event, appended with O_APPEND so lines from
+// successive processes (restarts) never interleave:
+//
+//	start pid=<pid>
+//	call <tool> id=<JSON-RPC id>        a tools/call read off the wire, before dispatch
+//	cancel-notification id=<id>         a notifications/cancelled read off the wire
+//	cancelled <tool>                    a handler returned with its context canceled
+//	progress-token <token>              a tools/call carried a progress token
+//	exit <code> <reason>                the process is about to exit on purpose
+//
+// Tools: echo, slow, hang, huge, crash, fail, rich, progress, add_tool,
+// remove_tool and calls; each one's description says what it does.
+package main
