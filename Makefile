@@ -32,7 +32,7 @@ export KILN_LLAMA_DIR
 ## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
 build:
 	CGO_ENABLED=$(if $(SEMANTIC),1,0) $(GO) build $(BUILDFLAGS) $(TAGS) -o bin/kiln ./cmd/kiln
-	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o bin/kiln-gen ./cmd/kiln-gen
+	CGO_ENABLED=$(if $(SEMANTIC),1,0) $(GO) build $(BUILDFLAGS) $(TAGS) -o bin/kiln-gen ./cmd/kiln-gen
 
 ## peers: the pinned reference MCP servers the default config and tests use
 peers: tests/node_modules/.package-lock.json
@@ -45,15 +45,16 @@ generate: record emit
 record: peers
 	$(GO) run ./cmd/kiln-gen record --config $(CONFIG) --manifests manifests
 
-emit:
-	$(GO) run ./cmd/kiln-gen emit --manifests manifests --out generated
+# With SEMANTIC=1, emit also freezes tool vectors with gateway.semantic.model of $(CONFIG).
+emit: $(if $(SEMANTIC),llama)
+	$(if $(SEMANTIC),LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib) $(GO) run $(TAGS) ./cmd/kiln-gen emit --manifests manifests --out generated $(if $(SEMANTIC),--config $(CONFIG))
 
 ## diff: live backends vs committed manifests; exit 1 on drift
 diff: peers
 	$(GO) run ./cmd/kiln-gen diff --config $(CONFIG) --manifests manifests
 
 ## test: everything CI checks (the README's test command)
-test: lint emit-check race e2e semantic fuzz-short release-check
+test: lint emit-check race e2e conformance semantic fuzz-short release-check
 
 unit:
 	$(GO) test ./...
@@ -67,7 +68,7 @@ e2e: peers build
 lint: fmt vet staticcheck tidy
 
 fmt:
-	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './tests/node_modules/*' -not -path './.cache/*')); \
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './tests/node_modules/*' -not -path './tests/conformance/node_modules/*' -not -path './.cache/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
@@ -119,8 +120,15 @@ llama:
 
 ## semantic: the embedding tests against the real llama.cpp build (tiny test model)
 semantic: llama
-	$(GO) vet -tags semantic ./runtime/search/semantic/...
-	LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib $(GO) test -tags semantic -race -shuffle=on -count=1 ./runtime/search/semantic/...
+	$(GO) vet -tags semantic . ./runtime/search/semantic/... ./cmd/...
+	LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib $(GO) test -tags semantic -race -shuffle=on -count=1 ./runtime/search/semantic/... ./cmd/...
+
+## conformance: the official MCP conformance suite against `kiln serve --http`
+## for protocols 2025-11-25 and 2026-07-28 (tests/conformance/run.sh)
+conformance: build tests/conformance/node_modules/.package-lock.json
+	./tests/conformance/run.sh $(CURDIR)/bin/kiln
+tests/conformance/node_modules/.package-lock.json: tests/conformance/package.json tests/conformance/package-lock.json
+	npm ci --prefix tests/conformance --no-audit --no-fund --loglevel=error
 
 release-check: $(TOOLS)/goreleaser-$(GORELEASER_VERSION)
 	$< check

@@ -143,7 +143,7 @@ func callReady(t *testing.T, s session, name string, args map[string]any) result
 		if err != nil {
 			t.Fatalf("%s(%v): %v", name, args, err)
 		}
-		transient := strings.Contains(r.Text(), "still starting") || strings.Contains(r.Text(), "kiln retries connecting")
+		transient := strings.Contains(r.Text(), "still starting") || strings.Contains(r.Text(), "kiln retries at")
 		if !r.IsError || !transient || time.Now().After(deadline) {
 			return r
 		}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -19,6 +20,8 @@ import (
 	"github.com/kilnmcp/kiln/gen"
 	"github.com/kilnmcp/kiln/runtime/bridge"
 	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/search"
+	"github.com/kilnmcp/kiln/runtime/search/semantic"
 )
 
 // ErrBackendName reports a backend name emit cannot turn into a directory.
@@ -35,6 +38,12 @@ const (
 	indexDir  = "searchindex"
 )
 
+// vectorsFile holds the frozen semantic vectors, only when emit ran with a
+// model. It is data, not Go: a generated Go file that exists only sometimes
+// would break the build of anything naming it, so SEMANTIC=1 builds of
+// kiln read it through the root package's embed pattern (kiln.SemanticVectors).
+const vectorsFile = indexDir + "/vectors.bin"
+
 // reservedDirs cannot hold a backend: emit's own packages, and the names
 // the go command treats specially (vendor/ is a vendor tree, testdata/ is
 // skipped).
@@ -48,11 +57,28 @@ type Options struct {
 	// ImportPath is the import path of the output directory, used by
 	// kiln.gen.go to import the backend packages. Default gen.GeneratedPkg.
 	ImportPath string
+	// Vectors, when set, also freezes the semantic vectors of every
+	// compiled tool in searchindex/vectors.bin. Without it emit writes no
+	// vectors, and removes any a previous emit wrote.
+	Vectors *VectorOptions
+}
+
+// VectorOptions names the embedding model emit computes tool vectors with.
+type VectorOptions struct {
+	// Embedder embeds semantic.ToolText(name, description) of each tool.
+	Embedder semantic.Embedder
+	// Model and SHA256 are recorded with the vectors. Model should be the
+	// file's base name: generated/ must not depend on where a developer
+	// keeps the file, and the gateway checks the sha256 only.
+	Model, SHA256 string
 }
 
 // Run reads every manifest in manifestsDir and writes the generated tree to
 // outDir, removing generated files of backends that are gone.
-func Run(manifestsDir, outDir string) error {
+func Run(manifestsDir, outDir string) error { return RunWith(manifestsDir, outDir, Options{}) }
+
+// RunWith is Run with options.
+func RunWith(manifestsDir, outDir string, opts Options) error {
 	// A mistyped folder must not emit an empty gateway over a good one.
 	if fi, err := os.Stat(manifestsDir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("emit: manifests folder %q does not exist; run `kiln-gen record` first or pass --manifests", manifestsDir)
@@ -61,7 +87,7 @@ func Run(manifestsDir, outDir string) error {
 	if err != nil {
 		return fmt.Errorf("emit: read manifests: %w", err)
 	}
-	files, err := Files(ms)
+	files, err := Generate(ms, opts)
 	if err != nil {
 		return err
 	}
@@ -118,8 +144,14 @@ func Generate(ms []*manifest.Manifest, opts Options) (map[string][]byte, error) 
 		return nil, err
 	}
 
-	if out[indexDir+"/index.bin"], err = searchIndex(sorted); err != nil {
+	docs := searchDocs(sorted)
+	if out[indexDir+"/index.bin"], err = search.Build(docs).MarshalBinary(); err != nil {
 		return nil, fmt.Errorf("emit: search index: %w", err)
+	}
+	if opts.Vectors != nil {
+		if out[vectorsFile], err = toolVectors(docs, opts.Vectors); err != nil {
+			return nil, fmt.Errorf("emit: semantic vectors: %w", err)
+		}
 	}
 	if out[indexDir+"/searchindex.gen.go"], err = embedFile(indexDir, "Data", "index.bin", jen.Index().Byte(),
 		"Package searchindex embeds the search index frozen from the compiled backends' tools.",
@@ -236,6 +268,13 @@ func Write(outDir string, files map[string][]byte) error {
 }
 
 func removeStale(outDir string, files map[string][]byte) error {
+	if _, ok := files[vectorsFile]; !ok {
+		// The one data file emit writes only sometimes: stale vectors
+		// would no longer match index.bin.
+		if err := os.Remove(filepath.Join(outDir, filepath.FromSlash(vectorsFile))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("emit: remove stale %s: %w", vectorsFile, err)
+		}
+	}
 	entries, err := os.ReadDir(outDir)
 	if err != nil {
 		return fmt.Errorf("emit: %w", err)

@@ -6,12 +6,14 @@ import (
 
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/search"
+	"github.com/kilnmcp/kiln/runtime/search/semantic"
 )
 
-// searchIndex freezes the search index of every compiled tool. runtime/search
-// builds both the documents (search.NewDoc) and the bytes, so the gateway
-// reads the index with the code that wrote it and the format has one owner.
-func searchIndex(ms []*manifest.Manifest) ([]byte, error) {
+// searchDocs lists the search documents of every compiled tool, by backend
+// then tool name. runtime/search builds both the documents (search.NewDoc)
+// and the frozen bytes, so the gateway reads the index with the code that
+// wrote it and the format has one owner.
+func searchDocs(ms []*manifest.Manifest) []search.Doc {
 	var docs []search.Doc
 	for _, m := range ms {
 		tools := slices.Clone(m.Tools)
@@ -20,5 +22,21 @@ func searchIndex(ms []*manifest.Manifest) ([]byte, error) {
 			docs = append(docs, search.NewDoc(m.Backend, t.Name, t.Title, t.Description, t.InputSchema))
 		}
 	}
-	return search.Build(docs).MarshalBinary()
+	return docs
+}
+
+// toolVectors embeds every document's semantic.ToolText and freezes the
+// vectors with the model they came from, so the gateway can refuse a
+// different model at start-up.
+func toolVectors(docs []search.Doc, o *VectorOptions) ([]byte, error) {
+	ids := make([]string, len(docs))
+	texts := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i], texts[i] = d.ID, semantic.ToolText(d.Name, d.Description)
+	}
+	v, err := semantic.BuildVectors(o.Embedder, ids, texts, o.Model, o.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	return v.MarshalBinary()
 }

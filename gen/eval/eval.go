@@ -27,6 +27,9 @@ type Options struct {
 	// (search.SearchMany): what an agent that searches once per step gets.
 	// Steps are queries, never labels.
 	Steps bool
+	// Semantic, when set, adds the embedding ranking alone and fused with
+	// the shipped lexical index (RRF), as a SEMANTIC=1 kiln ranks.
+	Semantic *SemanticOptions
 }
 
 // Row is one configuration's averaged metrics.
@@ -43,6 +46,8 @@ type Report struct {
 	Tools   int    `json:"tools"`
 	Queries int    `json:"queries"`
 	Rows    []Row  `json:"rows"`
+	// Notes qualify the numbers, e.g. which embedding model they measure.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Run evaluates search over the bench files. Rows are the ablation ladder
@@ -92,6 +97,15 @@ func Run(ctx context.Context, toolsPath, queriesPath string, opts Options) (*Rep
 		row.Name = final.Name + ", task + steps fused"
 		rep.Rows = append(rep.Rows, row)
 	}
+	if opts.Semantic != nil {
+		rows, err := semanticRows(ctx, ix, docs, qs, opts.Semantic)
+		if err != nil {
+			return nil, err
+		}
+		rep.Rows = append(rep.Rows, rows...)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("The semantic rows measure %s; they mean something only for a trained sentence-embedding model "+
+			"such as all-MiniLM-L6-v2. A test model (runtime/search/semantic/semantictest) behaves as a bag of words and gives meaningless numbers.", opts.Semantic.Model))
+	}
 	return rep, nil
 }
 
@@ -122,7 +136,10 @@ func evaluate(ctx context.Context, qs []Query, run func(*Query) []search.Hit) (R
 		tier := search.TierNone
 		for _, h := range hits {
 			ranked = append(ranked, h.ID)
-			tier = h.Tier
+		}
+		if len(hits) > 0 {
+			// The best hit's: a fused ranking mixes tiers.
+			tier = hits[0].Tier
 		}
 		row.Tiers[tier.String()]++
 		s := score(ranked, qs[i].labels())
@@ -145,6 +162,9 @@ func (r *Report) Table() string {
 	b.WriteString("| configuration | R@5 | nDCG@5 | MRR@10 | tiers |\n|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %s |\n", row.Name, row.Recall5, row.NDCG5, row.MRR10, tiers(row.Tiers))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\nNote: %s\n", n)
 	}
 	return b.String()
 }

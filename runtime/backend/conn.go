@@ -49,6 +49,10 @@ type Conn struct {
 	doneOnce sync.Once
 	exit     error
 
+	// stopListen ends the subscriptions/listen stream of a 2026-07-28
+	// session.
+	stopListen context.CancelFunc
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -94,6 +98,7 @@ func Dial(ctx context.Context, cfg *config.Backend, opts Options) (*Conn, error)
 	}
 	c.instr = init.Instructions
 	c.caps = init.Capabilities
+	c.listen()
 	return c, nil
 }
 
@@ -162,6 +167,9 @@ func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, 
 // SIGKILL if it is still there after StopGrace.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
+		if c.stopListen != nil {
+			c.stopListen()
+		}
 		pid := 0
 		if c.proc != nil && c.proc.Process != nil {
 			pid = c.proc.Process.Pid

@@ -77,6 +77,36 @@ func (c *Conn) watch() {
 	})
 }
 
+// listen subscribes to the backend's list_changed notifications on
+// protocol versions that deliver them only to a subscriptions/listen stream
+// (2026-07-28 on); earlier versions send them unasked. The stream is
+// reopened with backoff if the backend ends it while the session lives.
+func (c *Conn) listen() {
+	if c.protocol < statelessProtocol {
+		return
+	}
+	var f mcp.SubscriptionFilter
+	f.ToolsListChanged = c.caps.Tools != nil && c.caps.Tools.ListChanged
+	f.PromptsListChanged = c.caps.Prompts != nil && c.caps.Prompts.ListChanged
+	f.ResourcesListChanged = c.caps.Resources != nil && c.caps.Resources.ListChanged
+	if f.IsEmpty() {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stopListen = cancel
+	go func() {
+		for wait := time.Second; ctx.Err() == nil; wait = min(2*wait, 30*time.Second) {
+			_ = c.client.Listen(ctx, f)
+			select {
+			case <-ctx.Done():
+			case <-c.done:
+				return
+			case <-time.After(wait):
+			}
+		}
+	}()
+}
+
 // statelessProtocol is the first MCP version without ping; a probe there
 // lists tools instead.
 const statelessProtocol = "2026-07-28"

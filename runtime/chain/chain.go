@@ -47,6 +47,9 @@ type Options struct {
 	// Bridge lists the backends the sandbox preamble binds, so tier 2 can
 	// answer introspection exactly as the sandbox would.
 	Bridge []bridge.Backend
+	// Current, when set, replaces Resolver and Bridge with the bridge as
+	// it stands now, for gateways whose backends change at run time.
+	Current func() Bridging
 	// Sandbox runs tier-3 programs; nil means JSON and tier-2 calls only.
 	Sandbox Sandbox
 	// DefaultTimeout applies when a request names none (default 30s);
@@ -59,6 +62,22 @@ type Options struct {
 	// kiln://stats.
 	Counter *pipeline.Counter
 	Logger  *slog.Logger
+}
+
+// Bridging is the sandbox bridge at one moment.
+type Bridging struct {
+	Resolver Resolver
+	Backends []bridge.Backend
+	// ExtraPreamble rebinds backends that changed since emit; "" when none
+	// did.
+	ExtraPreamble string
+}
+
+func (e *Engine) bridging() Bridging {
+	if e.opts.Current != nil {
+		return e.opts.Current()
+	}
+	return Bridging{Resolver: e.opts.Resolver, Backends: e.opts.Bridge}
 }
 
 // Engine runs call_tool_chain requests. It is safe for concurrent use.
@@ -111,16 +130,18 @@ func (e *Engine) run(ctx context.Context, req Request) (*toolcall.Result, Tier) 
 		timeout = e.opts.DefaultTimeout
 	}
 	timeout = min(timeout, e.opts.MaxTimeout)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	// The sandbox enforces tier 3's timeout itself and tells a timeout
+	// from a client's cancel; tiers 1 and 2 get the deadline here.
+	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	if call, ok, err := parseDirect(req.Code); ok {
 		if err != nil {
 			return toolcall.Errorf("call_tool_chain: %v", err), TierDirect
 		}
-		return e.callDirect(ctx, call), TierDirect
+		return e.callDirect(tctx, call), TierDirect
 	}
-	if res, ok := e.simple(ctx, req.Code); ok {
+	if res, ok := e.simple(tctx, req.Code); ok {
 		return res, TierSimple
 	}
 	return e.program(ctx, req.Code, timeout), TierSandbox

@@ -29,11 +29,12 @@ type Resolver interface {
 // also where names that do not resolve go, so the model gets the sandbox's
 // hints (closest backend, meta-tool misuse) instead of a bare "not found".
 func (e *Engine) simple(ctx context.Context, code string) (*toolcall.Result, bool) {
-	if e.opts.Resolver == nil {
+	br := e.bridging()
+	if br.Resolver == nil {
 		return nil, false
 	}
 	if call, ok := ParseSimpleCall(code); ok {
-		backend, tool, ok := e.opts.Resolver.Resolve(call.Object, call.Tool)
+		backend, tool, ok := br.Resolver.Resolve(call.Object, call.Tool)
 		if !ok {
 			return nil, false
 		}
@@ -44,7 +45,7 @@ func (e *Engine) simple(ctx context.Context, code string) (*toolcall.Result, boo
 		return res, true
 	}
 	if in, ok := ParseIntrospection(code); ok {
-		raw, ok := in.Answer(e.opts.Bridge)
+		raw, ok := in.Answer(br.Backends)
 		if !ok {
 			return nil, false // it depends on JS semantics: let the engine answer
 		}
@@ -64,7 +65,7 @@ func (e *Engine) program(ctx context.Context, code string, timeout time.Duration
 	if e.opts.Sandbox == nil {
 		return toolcall.Errorf("call_tool_chain: TypeScript is not available in this build; send a JSON call {\"tool\": \"backend.tool\", \"arguments\": {…}}")
 	}
-	out, err := e.opts.Sandbox.Run(ctx, code, sandbox.RunOptions{Timeout: timeout})
+	out, err := e.opts.Sandbox.Run(ctx, code, sandbox.RunOptions{Timeout: timeout, ExtraPreamble: e.bridging().ExtraPreamble})
 	if err != nil {
 		if errors.Is(err, sandbox.ErrBusy) {
 			return toolcall.Errorf("call_tool_chain: the sandbox is busy with other runs; retry in a moment, or send a single call as JSON, which does not need the sandbox")

@@ -256,11 +256,61 @@ func (s *Server) callToolChain(ctx context.Context, raw json.RawMessage) *toolca
 	return s.opts.Chain.Run(ctx, req)
 }
 
-func (s *Server) registerManual(context.Context, json.RawMessage) *toolcall.Result {
-	return toolcall.Errorf("register_manual is not supported by this kiln build yet: runtime registration lands with backend lifecycle support. " +
-		"Add the backend to kiln.yaml and run `make generate && make build` instead.")
+type registerArgs struct {
+	Template json.RawMessage `json:"manual_call_template"`
 }
 
-func (s *Server) deregisterManual(context.Context, json.RawMessage) *toolcall.Result {
-	return toolcall.Errorf("deregister_manual is not supported by this kiln build yet: no backend can have been added at run time.")
+func (s *Server) registerManual(ctx context.Context, raw json.RawMessage) *toolcall.Result {
+	if s.opts.Registrar == nil {
+		return toolcall.Errorf("register_manual: this kiln does not accept runtime registrations")
+	}
+	var a registerArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return toolcall.Errorf("register_manual: %v", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(a.Template, &fields); err != nil {
+		return toolcall.Errorf("register_manual: manual_call_template: %v", err)
+	}
+	var name string
+	_ = json.Unmarshal(fields["name"], &name) // the schema made it a string
+	delete(fields, "name")
+	def, _ := json.Marshal(fields)
+	m, err := s.opts.Registrar.Register(ctx, name, def)
+	if err != nil {
+		return toolcall.Errorf("register_manual: %v", err)
+	}
+	tools := make([]string, 0, len(m.Tools))
+	for _, t := range m.Tools {
+		tools = append(tools, name+"."+t.Name)
+	}
+	out := map[string]any{
+		"registered": name,
+		"server":     m.Server.Name + " " + m.Server.Version,
+		"tools":      tools,
+		"next":       fmt.Sprintf("search_tools finds these tools now; call them with call_tool_chain as %s.<tool>({...}). deregister_manual with manual_name %q removes the backend.", name, name),
+	}
+	if len(tools) > 0 {
+		t := registry.Tool{Tool: m.Tools[0], Backend: name}
+		out["example"] = t.Example(s.ref)
+	}
+	return jsonResult(out)
+}
+
+type deregisterArgs struct {
+	Name string `json:"manual_name"`
+}
+
+func (s *Server) deregisterManual(_ context.Context, raw json.RawMessage) *toolcall.Result {
+	if s.opts.Registrar == nil {
+		return toolcall.Errorf("deregister_manual: this kiln does not accept runtime registrations")
+	}
+	var a deregisterArgs
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return toolcall.Errorf("deregister_manual: %v", err)
+	}
+	if err := s.opts.Registrar.Deregister(a.Name); err != nil {
+		return toolcall.Errorf("deregister_manual: %v", err)
+	}
+	return jsonResult(map[string]any{"deregistered": a.Name})
 }

@@ -66,10 +66,22 @@ var metaTools = []metaTool{
 "intent":{"type":"string","description":"What you are looking for in a large output; only matching paragraphs are kept."}},
 "required":["code"],"additionalProperties":false}`},
 	{toolRegister,
-		"Add a backend MCP server at run time (not compiled into kiln). manual_call_template has the same shape as a " +
-			"backend in kiln.yaml, plus its name.",
+		"Add a backend MCP server at run time (not compiled into kiln); its tools become searchable and callable at once. " +
+			"manual_call_template has the shape of a backend in kiln.yaml plus its name. HTTP backends are allowed; " +
+			"stdio commands only when kiln's operator allowed them.",
 		`{"type":"object","properties":{
-"manual_call_template":{"type":"object","description":"{name, transport: http|sse|stdio, url, headers, command, args, env, timeout}."}},
+"manual_call_template":{"type":"object","description":"The backend: {name, transport: http|sse|stdio, url, headers, command, args, env, timeout, max_concurrent}.",
+"properties":{
+"name":{"type":"string","pattern":"^[a-z][a-z0-9_-]*$","description":"Backend name; its tools are called name.tool."},
+"transport":{"type":"string","enum":["http","sse","stdio"]},
+"url":{"type":"string","description":"http, sse: the server's address."},
+"headers":{"type":"object","additionalProperties":{"type":"string"},"description":"http, sse: headers sent with every request."},
+"command":{"type":"string","description":"stdio: the program to run."},
+"args":{"type":"array","items":{"type":"string"}},
+"env":{"type":"object","additionalProperties":{"type":"string"}},
+"timeout":{"type":"string","description":"Per-call timeout such as 30s."},
+"max_concurrent":{"type":"integer","minimum":1}},
+"required":["name"]}},
 "required":["manual_call_template"],"additionalProperties":false}`},
 	{toolDeregister,
 		"Remove a backend added with register_manual.",

@@ -4,120 +4,154 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// The kiln:// resources the gateway's own error messages point models at.
+// The kiln:// resources. Error messages across the gateway point models at
+// them, so the URIs are part of kiln's contract with prompts and agents.
 const (
-	uriBackends = "kiln://backends"
-	uriBackend  = "kiln://backend/{backend_name}"
-	uriStats    = "kiln://stats"
+	uriOverview     = "kiln://overview"
+	uriBackends     = "kiln://backends"
+	uriBackend      = "kiln://backend/{backend_name}"
+	uriBackendTools = "kiln://backend/{backend_name}/tools"
+	uriTools        = "kiln://tools"
+	uriTool         = "kiln://tool/{tool_name}"
+	uriRecent       = "kiln://recent"
+	uriRecentN      = "kiln://recent/{limit}"
+	uriStats        = "kiln://stats"
+	uriHealth       = "kiln://health"
+	uriLLMs         = "kiln://llms"
+	uriLLMsFull     = "kiln://llms-full"
+	uriChainGuide   = "kiln://call_tool_chain"
 )
 
-func (s *Server) addResources() {
-	s.mcp.AddResource(mcp.NewResource(uriBackends, "backends",
-		mcp.WithResourceDescription("Every backend: transport, connection state and since when, tool count, last error."),
-		mcp.WithMIMEType("application/json")),
-		s.jsonResource(uriBackends, func(context.Context, string) (any, error) { return s.backends(), nil }))
-	s.mcp.AddResourceTemplate(mcp.NewResourceTemplate(uriBackend, "backend",
-		mcp.WithTemplateDescription("One backend in detail: state, last error, the tail of its stderr, its tools."),
-		mcp.WithTemplateMIMEType("application/json")),
-		s.jsonResource(uriBackend, s.backend))
-	s.mcp.AddResource(mcp.NewResource(uriStats, "stats",
-		mcp.WithResourceDescription("call_tool_chain output statistics: bytes returned, processed and saved, and how often each pipeline stage fired."),
-		mcp.WithMIMEType("application/json")),
-		s.jsonResource(uriStats, func(context.Context, string) (any, error) { return s.stats(), nil }))
+const (
+	mimeJSON     = "application/json"
+	mimeMarkdown = "text/markdown"
+	mimeText     = "text/plain"
+)
+
+// Bounds of kiln://recent/{limit}; the dispatcher keeps 200 calls.
+const (
+	defaultRecent = 20
+	maxRecent     = 200
+)
+
+type resourceDef struct {
+	uri, name, mime, description string
+	get                          func(ctx context.Context, uri string) (any, error)
 }
 
-func (s *Server) jsonResource(name string, get func(ctx context.Context, uri string) (any, error)) func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+func (s *Server) resourceDefs() (static, templates []resourceDef) {
+	static = []resourceDef{
+		{uriOverview, "overview", mimeMarkdown,
+			"Start here: what kiln is, how many backends (by state) and tools it serves, how to use the meta-tools, what to read next.",
+			func(context.Context, string) (any, error) { return s.overview(), nil }},
+		{uriBackends, "backends", mimeJSON,
+			"Every backend: transport, state and since when, restarts, next retry, probe failures, call counts, drift from the compiled manifest, last error.",
+			func(context.Context, string) (any, error) { return s.backends(), nil }},
+		{uriTools, "tools", mimeJSON,
+			"Every tool ID (backend.tool) with a one-line description, grouped by backend.",
+			func(context.Context, string) (any, error) { return s.toolsIndex(), nil }},
+		{uriRecent, "recent", mimeJSON,
+			fmt.Sprintf("The last %d backend calls, newest first: time, tool, duration in ms, outcome. kiln://recent/{limit} shows up to %d.", defaultRecent, maxRecent),
+			func(context.Context, string) (any, error) { return s.recent(defaultRecent), nil }},
+		{uriStats, "stats", mimeJSON,
+			"call_tool_chain output statistics (bytes returned, processed and saved, how often each pipeline stage fired) and calls and errors per backend.",
+			func(context.Context, string) (any, error) { return s.stats(), nil }},
+		{uriHealth, "health", mimeJSON,
+			"Overall verdict (ok, degraded or down) and every backend that cannot take calls, with the reason and the next retry. Read this after a failed call.",
+			func(context.Context, string) (any, error) { return s.health(), nil }},
+		{uriLLMs, "llms", mimeText,
+			"llms.txt-style index: each backend with its state and tool names.",
+			func(context.Context, string) (any, error) { return s.llms(), nil }},
+		{uriLLMsFull, "llms-full", mimeMarkdown,
+			"Every tool with its full description and call signature, by backend.",
+			func(context.Context, string) (any, error) { return s.llmsFull(), nil }},
+		{uriChainGuide, "call_tool_chain", mimeMarkdown,
+			"How to use call_tool_chain: JSON calls, TypeScript calls and programs, parallel calls, console output, limits, intent and max_output_size, errors, introspection.",
+			func(context.Context, string) (any, error) { return s.chainGuide(), nil }},
+	}
+	templates = []resourceDef{
+		{uriBackend, "backend", mimeJSON,
+			"One backend in detail: state, counters, last error, the tail of its stderr, its tools.",
+			s.backendResource},
+		{uriBackendTools, "backend tools", mimeJSON,
+			"One backend's tools: first-sentence descriptions, call signatures and examples.",
+			s.backendToolsResource},
+		{uriTool, "tool", mimeJSON,
+			"One tool in full: description, input schema (and output schema, annotations), parameters and a call example. Takes backend.tool or a bare name only one backend has.",
+			s.toolResource},
+		{uriRecentN, "recent calls", mimeJSON,
+			fmt.Sprintf("The last {limit} backend calls (1-%d), newest first.", maxRecent),
+			s.recentResource},
+	}
+	return static, templates
+}
+
+func (s *Server) addResources() {
+	static, templates := s.resourceDefs()
+	for _, d := range static {
+		s.mcp.AddResource(mcp.NewResource(d.uri, d.name, mcp.WithResourceDescription(d.description), mcp.WithMIMEType(d.mime)),
+			s.serveResource(d))
+	}
+	for _, d := range templates {
+		s.mcp.AddResourceTemplate(mcp.NewResourceTemplate(d.uri, d.name, mcp.WithTemplateDescription(d.description), mcp.WithTemplateMIMEType(d.mime)),
+			s.serveResource(d))
+	}
+}
+
+// serveResource renders what get returns: strings as they are (markdown,
+// plain text), anything else as indented JSON.
+func (s *Server) serveResource(d resourceDef) func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		v, err := get(ctx, req.Params.URI)
+		v, err := d.get(ctx, req.Params.URI)
 		if err != nil {
 			return nil, err
 		}
-		raw, err := json.MarshalIndent(v, "", " ")
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		text, ok := v.(string)
+		if !ok {
+			raw, err := json.MarshalIndent(v, "", " ")
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", d.uri, err)
+			}
+			text = string(raw)
 		}
-		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "application/json", Text: string(raw)}}, nil
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: d.mime, Text: text}}, nil
 	}
 }
 
-type backendView struct {
-	Name            string    `json:"name"`
-	Transport       string    `json:"transport,omitempty"`
-	State           string    `json:"state"`
-	Since           time.Time `json:"since,omitzero"`
-	Compiled        bool      `json:"compiled"`
-	Tools           int       `json:"tools"`
-	ProtocolVersion string    `json:"protocol_version,omitempty"`
-	Error           string    `json:"error,omitempty"`
+// templateArg extracts the variable of a URI the SDK already matched
+// against prefix{var}suffix, percent-decoded (a simple URI-template
+// variable cannot hold '/' or most punctuation unencoded).
+func templateArg(uri, prefix, suffix string) string {
+	v := strings.TrimSuffix(strings.TrimPrefix(uri, prefix), suffix)
+	if d, err := url.PathUnescape(v); err == nil {
+		return d
+	}
+	return v
 }
 
-// backends merges the registry (what is compiled) with the dispatcher (what
-// is configured and connected), so a backend missing from either side still
-// shows, with a state that says why.
-func (s *Server) backends() []backendView {
-	byName := map[string]*backendView{}
-	var order []string
-	for _, b := range s.opts.Registry.Backends() {
-		byName[b.Name()] = &backendView{Name: b.Name(), State: "not configured", Compiled: b.Compiled, Tools: len(b.Manifest.Tools)}
-		order = append(order, b.Name())
+// stamp renders a time for a model: RFC 3339 to the second, "" for the zero
+// time so that omitempty drops it.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
 	}
-	if s.opts.Status != nil {
-		for _, st := range s.opts.Status.Status() {
-			v, ok := byName[st.Name]
-			if !ok {
-				v = &backendView{Name: st.Name}
-				byName[st.Name] = v
-				order = append(order, st.Name)
-			}
-			v.Transport, v.State, v.Since, v.ProtocolVersion, v.Error = st.Transport, string(st.State), st.Since, st.ProtocolVersion, st.Error
-			if !ok {
-				v.State += " (not compiled in: run make generate && make build)"
-			}
-		}
-	}
-	out := make([]backendView, 0, len(order))
-	for _, n := range order {
-		out = append(out, *byName[n])
-	}
-	return out
+	return t.Format(time.RFC3339)
 }
 
-func (s *Server) backend(_ context.Context, uri string) (any, error) {
-	name := strings.TrimPrefix(uri, "kiln://backend/")
-	for _, v := range s.backends() {
-		if v.Name != name {
-			continue
-		}
-		out := map[string]any{"backend": v}
-		var tools []string
-		for _, t := range s.opts.Registry.Tools() {
-			if t.Backend == name {
-				tools = append(tools, t.ID())
-			}
-		}
-		out["tools"] = tools
-		if s.opts.Status != nil {
-			for _, st := range s.opts.Status.Status() {
-				if st.Name == name && st.StderrTail != "" {
-					out["stderr_tail"] = strings.Split(st.StderrTail, "\n")
-				}
-			}
-		}
-		return out, nil
+// relative says how far t is from now in whole seconds ("in 12s", "3m4s
+// ago"): models have no clock, so an absolute time alone does not tell them
+// whether a retry is due.
+func relative(t, now time.Time) string {
+	d := t.Sub(now).Round(time.Second)
+	if d >= 0 {
+		return "in " + d.String()
 	}
-	return nil, fmt.Errorf("no backend named %q; read %s for the list", name, uriBackends)
-}
-
-func (s *Server) stats() any {
-	out := map[string]any{}
-	if s.opts.Counter != nil {
-		out["call_tool_chain_output"] = s.opts.Counter.Snapshot()
-	}
-	return out
+	return (-d).String() + " ago"
 }

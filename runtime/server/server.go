@@ -12,9 +12,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/schema"
@@ -30,9 +32,11 @@ type Searcher interface {
 	TryAlso(backend, query string, n int) []string
 }
 
-// StatusSource reports backend connection states.
+// StatusSource reports backend connection states and recent calls;
+// *dispatch.Dispatcher is one.
 type StatusSource interface {
 	Status() []dispatch.Status
+	Recent(n int) []dispatch.CallRecord
 }
 
 // Options wire the server to the rest of the gateway.
@@ -50,8 +54,20 @@ type Options struct {
 	Counter *pipeline.Counter
 	// Ref returns how a sandbox script names a tool ("obj.tool"), for call
 	// examples; *bridge.Table's Ref is one.
-	Ref    func(backend, tool string) string
+	Ref func(backend, tool string) string
+	// Registrar adds and removes backends at run time; nil refuses
+	// register_manual.
+	Registrar Registrar
+	// Drifts reports backends whose live tools differ from the compiled
+	// manifest; optional.
+	Drifts func() map[string]catalog.Drift
 	Logger *slog.Logger
+}
+
+// Registrar adds and removes backends at run time; *catalog.Catalog is one.
+type Registrar interface {
+	Register(ctx context.Context, name string, def json.RawMessage) (*manifest.Manifest, error)
+	Deregister(name string) error
 }
 
 // Server is the MCP front door.
@@ -81,6 +97,7 @@ func New(opts Options) *Server {
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
+		server.WithLogging(),
 		server.WithInstructions(instructions),
 	)
 	handlers := map[string]func(context.Context, json.RawMessage) *toolcall.Result{
@@ -93,6 +110,7 @@ func New(opts Options) *Server {
 		toolDeregister: s.deregisterManual,
 	}
 	s.addResources()
+	s.addPrompts()
 	for _, mt := range metaTools {
 		if err := s.valid.Compile(mt.name, json.RawMessage(mt.schema)); err != nil {
 			panic(fmt.Sprintf("meta-tool %s: invalid built-in schema: %v", mt.name, err)) // programmer error at init
@@ -121,7 +139,7 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 		if verr := s.valid.Validate(mt.name, json.RawMessage(mt.schema), args); verr != nil {
 			return toMCP(toolcall.Errorf("%s: %v", mt.name, verr))
 		}
-		return toMCP(h(ctx, args))
+		return toMCP(h(s.observe(ctx, req), args))
 	}
 }
 

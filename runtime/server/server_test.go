@@ -187,8 +187,10 @@ func TestEveryFieldChangesBehaviour(t *testing.T) {
 		{"chain intent", "call_tool_chain", map[string]any{"code": `{"tool":"everything.big"}`, "intent": "deployment error region"}, false,
 			[]string{"E42"}, []string{strings.Repeat("routine log line about nothing in particular, number filler text\n\n", 3)}},
 		{"chain unknown key", "call_tool_chain", map[string]any{"code": "{}", "timout": 5}, true, []string{"timout"}, nil},
-		{"register not yet", "register_manual", map[string]any{"manual_call_template": map[string]any{"name": "x"}}, true, []string{"not supported"}, nil},
-		{"deregister not yet", "deregister_manual", map[string]any{"manual_name": "x"}, true, []string{"not supported"}, nil},
+		{"register without a registrar", "register_manual", map[string]any{"manual_call_template": map[string]any{"name": "x"}}, true, []string{"does not accept runtime registrations"}, nil},
+		{"register bad name", "register_manual", map[string]any{"manual_call_template": map[string]any{"name": "X Y"}}, true, []string{"/manual_call_template/name"}, nil},
+		{"register without name", "register_manual", map[string]any{"manual_call_template": map[string]any{"url": "http://h"}}, true, []string{"name"}, nil},
+		{"deregister without a registrar", "deregister_manual", map[string]any{"manual_name": "x"}, true, []string{"does not accept runtime registrations"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

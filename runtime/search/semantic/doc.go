@@ -8,6 +8,11 @@
 // model that produced them, and Vectors.Check refuses another model: vectors
 // from two models share no space, so a mismatch would rank at random.
 //
+// In SEMANTIC=1 builds search_tools ranks with Searcher: the lexical
+// index's ranking and the nearest vectors, each cut to MinCandidates, fused
+// by Fuse. Its With mirrors search.Index.With and embeds tools registered
+// at run time.
+//
 // Embeddings come from github.com/kelindar/search, whose package init
 // dlopens libllama_go.so and panics without it. Only files built with the
 // `semantic` tag import it (make build SEMANTIC=1, after make llama); the

@@ -15,3 +15,7 @@ var ErrUnavailable = errors.New("semantic search is not built in: rebuild with m
 
 // ErrClosed reports an Embed call after Close.
 var ErrClosed = errors.New("embedder is closed")
+
+// ErrStale reports frozen vectors that do not cover exactly the compiled
+// tools: the search index and the vectors were not emitted together.
+var ErrStale = errors.New("semantic vectors do not match the compiled tools")

@@ -105,8 +105,8 @@ func (v *Vectors) Check(modelPath, sha string) error {
 	if strings.EqualFold(v.ModelSHA256, sha) {
 		return nil
 	}
-	return fmt.Errorf("%w: the configured model %s has sha256 %s, but the frozen tool vectors were computed with %s (sha256 %s): "+
-		"regenerate them with this model (make generate) or configure the model they were built with",
+	return fmt.Errorf("%w: the model %s is configured with sha256 %s, but the frozen tool vectors were computed with %s (sha256 %s): "+
+		"regenerate them with this model (make generate SEMANTIC=1) or configure the model they were built with",
 		ErrModelMismatch, modelPath, sha, v.Model, v.ModelSHA256)
 }
 

@@ -15,6 +15,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	ablation := fs.Bool("ablation", false, "also measure every step from the plain-BM25 baseline to the shipped ranker")
 	steps := fs.Bool("steps", false, "also search each query's annotated sub-steps and fuse them (datasets with steps)")
+	var m modelFlags
+	m.register(fs, "also measure the embedding ranking alone and fused with the lexical one")
 	if fs.Parse(args) != nil {
 		return exitUsage
 	}
@@ -22,7 +24,16 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kiln-gen eval: both --tools and --queries are required, e.g. --tools ../shared/bench/toolbench/tools.jsonl --queries ../shared/bench/toolbench/queries.jsonl")
 		return exitUsage
 	}
-	rep, err := eval.Run(ctx, *tools, *queries, eval.Options{Ablation: *ablation, Steps: *steps, Frozen: true})
+	opts := eval.Options{Ablation: *ablation, Steps: *steps, Frozen: true}
+	mod, code := m.open("eval", stderr, stderr)
+	if code != exitOK {
+		return code
+	}
+	if mod != nil {
+		defer mod.embedder.Close()
+		opts.Semantic = &eval.SemanticOptions{Embedder: mod.embedder, Model: mod.name}
+	}
+	rep, err := eval.Run(ctx, *tools, *queries, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln-gen eval: %v\n", err)
 		return exitFail

@@ -21,10 +21,11 @@ import (
 	"github.com/kilnmcp/kiln/generated"
 	genbridge "github.com/kilnmcp/kiln/generated/bridge"
 	"github.com/kilnmcp/kiln/generated/searchindex"
-	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/httpauth"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/sandbox"
@@ -72,6 +73,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitFail
 	}
 
+	searcher, closeSearcher, err := openSearcher(cfg, index, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	}
+	defer closeSearcher()
+
 	usage, err := search.OpenUsage(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -80,9 +88,32 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer saveUsage(usage, log)
 	go saveUsageEvery(ctx, usage, log, 30*time.Second)
 
-	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record})
+	var cat *catalog.Catalog
+	refresh := func(name string) {
+		ctx, cancel := context.WithTimeout(ctx, cfg.Gateway.ConnectTimeout)
+		defer cancel()
+		if err := cat.Refresh(ctx, name); err != nil {
+			log.Warn("could not refresh a backend's tools", "backend", name, "err", err)
+		}
+	}
+	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
+		OnConnect: refresh,
+		OnListChanged: func(name, kind string) {
+			if kind == "tools" {
+				refresh(name)
+			}
+		}})
+	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log})
 	disp.Start(ctx)
 	defer disp.Close()
+	go cat.Restore(ctx)
+	if cfg.FromFile {
+		go watchConfig(ctx, cfg, time.Second, log, func(next *config.Config) {
+			restarted := disp.Reload(next)
+			cat.SetConfig(next)
+			log.Info("config reloaded", "config", next.Path, "restarted", strings.Join(restarted, ","))
+		})
+	}
 
 	lim := cfg.Gateway.Sandbox
 	sb, err := sandbox.New(sandbox.Options{Preamble: genbridge.Preamble, Caller: disp, Logger: log, Backends: reg.BackendNames,
@@ -94,25 +125,27 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "kiln: sandbox: %v\n", err)
 		return exitFail
 	}
-	bridgeBackends := compiledBridge(reg)
-	bridgeTable := bridge.Lookup(bridgeBackends)
 	counter := &pipeline.Counter{}
 	srv := server.New(server.Options{
-		Name:     cfg.Gateway.Name,
-		Version:  version.String(),
-		Config:   cfg,
-		Registry: reg,
-		Status:   disp,
-		Search:   index,
-		Boost:    usage.Boost,
-		Counter:  counter,
-		Ref:      bridgeTable.Ref,
-		Logger:   log,
+		Name:      cfg.Gateway.Name,
+		Version:   version.String(),
+		Config:    cfg,
+		Registry:  reg,
+		Status:    disp,
+		Search:    viewSearch{cat},
+		Boost:     usage.Boost,
+		Counter:   counter,
+		Ref:       func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
+		Registrar: cat,
+		Drifts:    cat.Drifts,
+		Logger:    log,
 		Chain: chain.New(chain.Options{
-			Caller:         disp,
-			Registry:       reg,
-			Resolver:       bridgeTable,
-			Bridge:         bridgeBackends,
+			Caller:   disp,
+			Registry: reg,
+			Current: func() chain.Bridging {
+				v := cat.View()
+				return chain.Bridging{Resolver: v.Table, Backends: v.Bridge, ExtraPreamble: v.Extra}
+			},
 			Sandbox:        sb,
 			DefaultTimeout: sb.Limits().Timeout,
 			MaxTimeout:     sb.Limits().MaxTimeout,
@@ -128,7 +161,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return exitOK
 	}
-	return serveHTTP(ctx, *httpAddr, srv.Handler(), stderr)
+	return serveHTTP(ctx, *httpAddr, cfg, srv.Handler(), log, stderr)
 }
 
 // loadServeConfig picks the config: an explicit path, $KILN_CONFIG,
@@ -152,12 +185,24 @@ func loadServeConfig(path string) (*config.Config, error) {
 	return config.LoadBytes(kiln.DefaultConfig, "embedded kiln.yaml", wd)
 }
 
-func serveHTTP(ctx context.Context, addr string, h http.Handler, stderr io.Writer) int {
+func serveHTTP(ctx context.Context, addr string, cfg *config.Config, h http.Handler, log *slog.Logger, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: --http %s: %v\n", addr, err)
 		return exitUsage
 	}
+	guard, err := httpauth.New(cfg.Gateway.HTTP, httpauth.Options{Addr: ln.Addr().String(), Logger: log})
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitUsage
+	}
+	h = guard.Wrap(h)
+	auth := "off (loopback only)"
+	if guard.AuthRequired() {
+		auth = "bearer token required"
+	}
+	log.Info("http front door", "auth", auth)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	// Tests and scripts read this line to learn the port when ADDR ends in :0.
 	fmt.Fprintf(stderr, "kiln: serving MCP at http://%s/mcp (legacy SSE at /sse)\n", ln.Addr())
@@ -217,12 +262,14 @@ func saveUsageEvery(ctx context.Context, u *search.Usage, log *slog.Logger, ever
 	}
 }
 
-// compiledBridge lists the backends the compiled preamble binds, for
-// tier-2 name resolution and introspection.
-func compiledBridge(reg *registry.Registry) []bridge.Backend {
-	var backends []bridge.Backend
-	for _, b := range reg.Backends() {
-		backends = append(backends, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
-	}
-	return backends
+// viewSearch searches the catalog's current view, which includes tools
+// that drifted or were registered at run time.
+type viewSearch struct{ cat *catalog.Catalog }
+
+func (v viewSearch) Search(query string, opts search.Options) []search.Hit {
+	return v.cat.View().Search.Search(query, opts)
+}
+
+func (v viewSearch) TryAlso(backend, query string, n int) []string {
+	return v.cat.View().Search.TryAlso(backend, query, n)
 }

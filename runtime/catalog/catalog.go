@@ -1,0 +1,139 @@
+package catalog
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/search"
+)
+
+// Searcher ranks tools; With returns one that also finds extra and no
+// longer finds the removed backends' tools, leaving the receiver as it was.
+type Searcher interface {
+	Search(query string, opts search.Options) []search.Hit
+	TryAlso(backend, query string, n int) []string
+	With(extra []search.Doc, removed ...string) Searcher
+}
+
+// Lexical adapts the frozen lexical index to Searcher.
+func Lexical(ix *search.Index) Searcher { return lexical{ix} }
+
+type lexical struct{ *search.Index }
+
+func (l lexical) With(extra []search.Doc, removed ...string) Searcher {
+	return lexical{l.Index.With(extra, removed...)}
+}
+
+// Backends is what the catalog drives: the dispatcher.
+type Backends interface {
+	Tools(ctx context.Context, name string) ([]manifest.Tool, error)
+	Snapshot(ctx context.Context, name string) (*manifest.Manifest, error)
+	AddBackend(b config.Backend) error
+	RemoveBackend(name string) bool
+	Ready(name string) <-chan struct{}
+	Status() []dispatch.Status
+}
+
+// View is the catalog at one moment. It is immutable.
+type View struct {
+	Search Searcher
+	// Table and Bridge describe the backends the sandbox binds; Extra is
+	// the preamble that rebinds them when any differ from the compiled
+	// preamble, "" otherwise.
+	Table  *bridge.Table
+	Bridge []bridge.Backend
+	Extra  string
+}
+
+// Options configure a Catalog.
+type Options struct {
+	Registry *registry.Registry
+	Backends Backends
+	Config   *config.Config
+	// Search is the frozen index compiled into kiln.
+	Search Searcher
+	Logger *slog.Logger
+}
+
+// Catalog is safe for concurrent use.
+type Catalog struct {
+	opts     Options
+	log      *slog.Logger
+	compiled map[string]*manifest.Manifest // start-up truth, by backend
+
+	mu      sync.Mutex // serializes changes; readers use view
+	cfg     *config.Config
+	drift   map[string]Drift
+	dynamic map[string]registration
+	view    atomic.Pointer[View]
+}
+
+// New builds the catalog over the registry's compiled backends.
+func New(opts Options) *Catalog {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Catalog{opts: opts, log: log, cfg: opts.Config, compiled: map[string]*manifest.Manifest{},
+		drift: map[string]Drift{}, dynamic: map[string]registration{}}
+	for _, b := range opts.Registry.Backends() {
+		if b.Compiled {
+			c.compiled[b.Name()] = b.Manifest
+		}
+	}
+	c.publishLocked()
+	return c
+}
+
+// View returns the current view.
+func (c *Catalog) View() *View { return c.view.Load() }
+
+// SetConfig records the config a reload applied.
+func (c *Catalog) SetConfig(cfg *config.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cfg = cfg
+}
+
+// publishLocked rebuilds the view from the registry: every backend whose
+// tools differ from the compiled index (drifted or registered at run time)
+// goes into the search overlay and, when there is any, into a full bridge
+// preamble that rebinds every backend.
+func (c *Catalog) publishLocked() {
+	var extra []search.Doc
+	var changed []string
+	var bridged []bridge.Backend
+	for _, b := range c.opts.Registry.Backends() {
+		bridged = append(bridged, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
+		if _, drifted := c.drift[b.Name()]; !b.Compiled || drifted {
+			changed = append(changed, b.Name())
+			for _, t := range b.Manifest.Tools {
+				extra = append(extra, search.NewDoc(b.Name(), t.Name, t.Title, t.Description, t.InputSchema))
+			}
+		}
+	}
+	v := &View{Search: c.opts.Search, Table: bridge.Lookup(bridged), Bridge: bridged}
+	if len(changed) > 0 {
+		// A changed backend with no tools left must still hide its
+		// compiled ones.
+		v.Search = c.opts.Search.With(extra, changed...)
+		v.Extra = string(bridge.Preamble(bridged))
+	}
+	c.view.Store(v)
+}
+
+// Dynamic lists the names of backends registered at run time, sorted.
+func (c *Catalog) Dynamic() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.dynamic))
+}

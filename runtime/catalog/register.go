@@ -1,0 +1,224 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/atomicfile"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+)
+
+// ErrRefused marks a registration kiln's policy does not allow; the
+// message says which setting would allow it.
+var ErrRefused = errors.New("registration refused")
+
+// registration is one backend added at run time.
+type registration struct {
+	def      json.RawMessage
+	cfg      config.Backend
+	manifest *manifest.Manifest
+}
+
+// persisted is the state file's form of one registration.
+type persisted struct {
+	Name       string          `json:"name"`
+	Definition json.RawMessage `json:"definition"`
+}
+
+// registrationsFile is where registrations persist, under the state dir.
+const registrationsFile = "registrations.json"
+
+// Register adds a backend at run time: it checks the definition against the
+// config's policy, connects, records its tools and publishes them to search
+// and the sandbox bridge. It fails, leaving nothing behind, if the backend
+// does not connect before ctx ends or within the connect timeout.
+func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage) (*manifest.Manifest, error) {
+	c.mu.Lock()
+	cfg := c.cfg
+	b, err := c.admitLocked(name, def)
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.opts.Backends.AddBackend(b); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	m, err := c.connect(ctx, name, cfg.Gateway.ConnectTimeout)
+	if err != nil {
+		c.opts.Backends.RemoveBackend(name)
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, taken := c.dynamic[name]; taken {
+		// A concurrent registration of the same name won.
+		c.opts.Backends.RemoveBackend(name)
+		return nil, fmt.Errorf("%w: backend %q was registered meanwhile", ErrRefused, name)
+	}
+	if err := c.opts.Registry.Add(m, false); err != nil {
+		c.opts.Backends.RemoveBackend(name)
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	c.dynamic[name] = registration{def: def, cfg: b, manifest: m}
+	c.publishLocked()
+	c.persistLocked()
+	c.log.Info("backend registered at run time", "backend", name, "transport", b.Transport, "tools", len(m.Tools))
+	return m, nil
+}
+
+// connect waits for the new backend's first connect and records it.
+func (c *Catalog) connect(ctx context.Context, name string, timeout time.Duration) (*manifest.Manifest, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout+time.Second)
+	defer cancel()
+	select {
+	case <-c.opts.Backends.Ready(name):
+	case <-ctx.Done():
+		return nil, fmt.Errorf("backend %q did not connect within %s", name, timeout)
+	}
+	for _, st := range c.opts.Backends.Status() {
+		if st.Name == name && st.State != dispatch.StateHealthy {
+			return nil, fmt.Errorf("backend %q did not start: %s", name, st.Error)
+		}
+	}
+	m, err := c.opts.Backends.Snapshot(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("backend %q connected but listing its tools failed: %w", name, err)
+	}
+	return m, nil
+}
+
+// admitLocked applies the registration policy and parses the definition.
+func (c *Catalog) admitLocked(name string, def json.RawMessage) (config.Backend, error) {
+	reg := c.cfg.Gateway.Registration
+	switch {
+	case name == "":
+		return config.Backend{}, fmt.Errorf("%w: name is empty; give the backend a name such as \"weather\"", ErrRefused)
+	case c.compiled[name] != nil || c.declared(name):
+		return config.Backend{}, fmt.Errorf("%w: %q is a backend of kiln's own config; pick another name", ErrRefused, name)
+	case c.dynamic[name].manifest != nil:
+		return config.Backend{}, fmt.Errorf("%w: %q is already registered; deregister_manual it first to replace it", ErrRefused, name)
+	case len(c.dynamic) >= reg.MaxBackends:
+		return config.Backend{}, fmt.Errorf("%w: %d backends are registered already, the most gateway.registration.max_backends allows; deregister_manual one first",
+			ErrRefused, len(c.dynamic))
+	}
+	b, err := config.ParseBackend(name, def, c.cfg)
+	if err != nil {
+		return config.Backend{}, err
+	}
+	if b.Transport == config.TransportStdio && !allowedCommand(b.Command, reg.AllowCommands) {
+		if len(reg.AllowCommands) == 0 {
+			return config.Backend{}, fmt.Errorf("%w: stdio backends cannot be registered at run time on this kiln (gateway.registration.allow_commands is empty); register an http backend, or ask its operator to allow %q",
+				ErrRefused, b.Command)
+		}
+		return config.Backend{}, fmt.Errorf("%w: command %q is not in gateway.registration.allow_commands (%s)",
+			ErrRefused, b.Command, strings.Join(reg.AllowCommands, ", "))
+	}
+	return b, nil
+}
+
+func (c *Catalog) declared(name string) bool {
+	return slices.ContainsFunc(c.cfg.Backends, func(b config.Backend) bool { return b.Name == name })
+}
+
+// allowedCommand reports whether cmd is on the allowlist: named exactly as
+// listed, or resolving on PATH to a listed absolute path. A bare entry
+// never admits some other file of the same base name.
+func allowedCommand(cmd string, allow []string) bool {
+	for _, a := range allow {
+		if cmd == a {
+			return true
+		}
+		if filepath.IsAbs(a) && !strings.ContainsRune(cmd, '/') {
+			if p, err := exec.LookPath(cmd); err == nil && p == a {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Deregister removes a backend registered at run time.
+func (c *Catalog) Deregister(name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.dynamic[name]; !ok {
+		if c.compiled[name] != nil || c.declared(name) {
+			return fmt.Errorf("%w: %q is part of kiln's config, not registered at run time; to stop it set backends.%s.enabled: false in %s",
+				ErrRefused, name, name, c.cfg.EditHint())
+		}
+		return fmt.Errorf("%w: no backend %q was registered at run time; registered now: %s", ErrRefused, name, orNone(slices.Sorted(maps.Keys(c.dynamic))))
+	}
+	delete(c.dynamic, name)
+	c.opts.Registry.Remove(name)
+	c.opts.Backends.RemoveBackend(name)
+	c.publishLocked()
+	c.persistLocked()
+	c.log.Info("backend deregistered", "backend", name)
+	return nil
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// persistLocked writes the registrations when the config asks for it.
+func (c *Catalog) persistLocked() {
+	if !c.cfg.Gateway.Registration.Persist {
+		return
+	}
+	var out []persisted
+	for _, name := range slices.Sorted(maps.Keys(c.dynamic)) {
+		out = append(out, persisted{Name: name, Definition: c.dynamic[name].def})
+	}
+	data, _ := json.MarshalIndent(out, "", "  ") // raw definitions were valid JSON
+	path := filepath.Join(c.cfg.Gateway.StateDir, registrationsFile)
+	if err := atomicfile.Write(path, append(data, '\n')); err != nil {
+		c.log.Warn("could not persist runtime registrations", "path", path, "err", err)
+	}
+}
+
+// Restore re-registers the backends a previous run persisted. Each one
+// that fails is logged and dropped from the file.
+func (c *Catalog) Restore(ctx context.Context) {
+	c.mu.Lock()
+	cfg := c.cfg
+	c.mu.Unlock()
+	if !cfg.Gateway.Registration.Persist {
+		return
+	}
+	path := filepath.Join(cfg.Gateway.StateDir, registrationsFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	var saved []persisted
+	if err == nil {
+		err = json.Unmarshal(data, &saved)
+	}
+	if err != nil {
+		c.log.Warn("could not read persisted registrations; ignoring them", "path", path, "err", err)
+		return
+	}
+	for _, p := range saved {
+		if _, err := c.Register(ctx, p.Name, p.Definition); err != nil {
+			c.log.Warn("could not restore a runtime registration", "backend", p.Name, "err", err)
+		}
+	}
+	c.mu.Lock()
+	c.persistLocked()
+	c.mu.Unlock()
+}

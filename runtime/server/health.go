@@ -1,0 +1,135 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kilnmcp/kiln/runtime/dispatch"
+)
+
+// The verdicts of kiln://health.
+const (
+	healthOK       = "ok"
+	healthDegraded = "degraded"
+	healthDown     = "down"
+)
+
+type problem struct {
+	Backend   string `json:"backend"`
+	State     string `json:"state"`
+	Since     string `json:"since,omitempty"`
+	Reason    string `json:"reason"`
+	NextRetry string `json:"next_retry,omitempty"`
+	Advice    string `json:"advice"`
+}
+
+type healthView struct {
+	Status    string    `json:"status"`
+	Summary   string    `json:"summary"`
+	CheckedAt string    `json:"checked_at"`
+	Problems  []problem `json:"problems,omitempty"`
+	// Inactive lists backends left off on purpose (disabled, or compiled
+	// in but not configured); they do not count against the verdict.
+	Inactive []string `json:"inactive,omitempty"`
+}
+
+func inactive(v backendView) bool {
+	return v.State == string(dispatch.StateDisabled) || v.State == stateNotConfigured
+}
+
+// health judges the gateway as a whole: ok when every active backend is
+// healthy, down when none is, degraded in between.
+func (s *Server) health() healthView {
+	now := time.Now()
+	h := healthView{CheckedAt: stamp(now)}
+	active, healthy := 0, 0
+	byState := map[string][]string{}
+	for _, v := range s.backends() {
+		if inactive(v) {
+			h.Inactive = append(h.Inactive, v.Name+" ("+v.State+")")
+			continue
+		}
+		active++
+		if p := problemOf(v, now); p != nil {
+			h.Problems = append(h.Problems, *p)
+			byState[v.State] = append(byState[v.State], v.Name)
+		} else {
+			healthy++
+		}
+	}
+	switch {
+	case active == 0:
+		h.Status, h.Summary = healthDown, "down: no backend is configured and enabled, so no tool can be called"
+		return h
+	case healthy == active:
+		h.Status = healthOK
+	case healthy == 0:
+		h.Status = healthDown
+	default:
+		h.Status = healthDegraded
+	}
+	h.Summary = fmt.Sprintf("%s: %d of %d backends healthy", h.Status, healthy, active)
+	for _, st := range []dispatch.State{dispatch.StateStarting, dispatch.StateUnhealthy, dispatch.StateStopped} {
+		if names := byState[string(st)]; len(names) > 0 {
+			h.Summary += fmt.Sprintf("; %s: %s", st, strings.Join(names, ", "))
+		}
+	}
+	return h
+}
+
+// problemOf explains why a backend cannot take calls and what to do, or
+// returns nil when it can.
+func problemOf(v backendView, now time.Time) *problem {
+	if v.State == string(dispatch.StateHealthy) || inactive(v) {
+		return nil
+	}
+	p := &problem{Backend: v.Name, State: v.State, Since: v.Since, Reason: firstLine(v.Error, 300)}
+	if v.status != nil && !v.status.NextRetry.IsZero() {
+		p.NextRetry = stamp(v.status.NextRetry) + " (" + relative(v.status.NextRetry, now) + ")"
+	}
+	details := fmt.Sprintf("kiln://backend/%s has its last error and stderr", v.Name)
+	switch {
+	case v.State == string(dispatch.StateStarting):
+		if p.Reason == "" {
+			p.Reason = "still starting"
+		}
+		p.Advice = fmt.Sprintf("Calls to %s fail until it connects; retry in a moment", v.Name)
+	case v.GaveUp:
+		p.Advice = fmt.Sprintf("kiln stopped restarting %s after %d restarts in the restart window; fix the backend (%s), then edit its config entry (kiln reloads it) or restart kiln. Other backends still work",
+			v.Name, v.Restarts, details)
+	case p.NextRetry != "":
+		p.Advice = fmt.Sprintf("Calls to %s fail fast until kiln retries at %s; try again after that. Other backends still work; %s",
+			v.Name, p.NextRetry, details)
+	default:
+		p.Advice = fmt.Sprintf("Calls to %s fail; other backends still work; %s", v.Name, details)
+	}
+	if p.Reason == "" {
+		p.Reason = v.State
+	}
+	return p
+}
+
+// firstLine returns the first line of s, cut to max bytes by FirstSentence's
+// rules; backend errors carry stderr on later lines, which
+// kiln://backend/{backend_name} shows in full.
+func firstLine(s string, max int) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	line = strings.Join(strings.Fields(line), " ")
+	return cut(line, max)
+}
+
+// cut shortens s to at most max bytes on a rune boundary, marking the cut
+// with "…".
+func cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strings.TrimRightFunc(s[:n], unicode.IsSpace) + "…"
+}

