@@ -54,10 +54,25 @@ func faultBin(t *testing.T) string {
 // faultKiln is kiln serving over stdio to an mcp-go client that records
 // the notifications it receives.
 type faultKiln struct {
-	t     *testing.T
-	c     *mcpclient.Client
-	mu    sync.Mutex
-	notes []mcpgo.JSONRPCNotification
+	t      *testing.T
+	c      *mcpclient.Client
+	config string // the kiln.yaml kiln serves, for edits
+	mu     sync.Mutex
+	notes  []mcpgo.JSONRPCNotification
+	stderr strings.Builder // what kiln logged, guarded by mu
+}
+
+func (k *faultKiln) Write(p []byte) (int, error) {
+	k.mu.Lock()
+	k.stderr.Write(p)
+	k.mu.Unlock()
+	return testWriter{k.t, "kiln"}.Write(p)
+}
+
+func (k *faultKiln) logged(s string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return strings.Contains(k.stderr.String(), s)
 }
 
 // startFaultKiln runs kiln with a config that allows the fault server as a
@@ -65,7 +80,7 @@ type faultKiln struct {
 // extra backends lines.
 func startFaultKiln(t *testing.T, backends string) *faultKiln {
 	t.Helper()
-	cfg := fmt.Sprintf(`version: 1
+	return startFaultKilnWith(t, fmt.Sprintf(`version: 1
 gateway:
   state_dir: %s
   connect_timeout: 5s
@@ -77,19 +92,25 @@ gateway:
     allow_commands: [%s]
     max_backends: 4
 backends:
-%s`, t.TempDir(), faultBin(t), backends)
+%s`, t.TempDir(), faultBin(t), backends))
+}
+
+// startFaultKilnWith runs kiln on the given config text.
+func startFaultKilnWith(t *testing.T, cfg string) *faultKiln {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "kiln.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	k := &faultKiln{t: t, config: path}
 	tr := transport.NewStdioWithOptions(kilnBin(t), nil, []string{"serve", "--config", path},
 		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)
 			cmd.Dir = repoRoot(t)
-			cmd.Stderr = testWriter{t, "kiln"}
+			cmd.Stderr = k
 			return cmd, nil
 		}))
-	k := &faultKiln{t: t, c: mcpclient.NewClient(tr)}
+	k.c = mcpclient.NewClient(tr)
 	k.c.OnNotification(func(n mcpgo.JSONRPCNotification) {
 		k.mu.Lock()
 		defer k.mu.Unlock()
@@ -228,6 +249,24 @@ func TestFaults(t *testing.T) {
 		if !strings.Contains(events(dir), "progress-token kiln-") {
 			t.Errorf("the backend saw the client's token instead of kiln's: %s", events(dir))
 		}
+	})
+
+	t.Run("progress reaches the client from inside a TypeScript run", func(t *testing.T) {
+		r := k.call(t.Context(), "call_tool_chain", map[string]any{"code": `await f1.progress({steps: 2, ms: 100}); return "ran";`}, "ts-token")
+		if r.IsError {
+			t.Fatal(r.Text())
+		}
+		eventually(t, "two progress notifications with the TypeScript call's token", func() bool {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			n := 0
+			for _, note := range k.notes {
+				if note.Method == "notifications/progress" && fmt.Sprint(note.Params.AdditionalFields["progressToken"]) == "ts-token" {
+					n++
+				}
+			}
+			return n == 2
+		})
 	})
 
 	t.Run("client cancel reaches the backend", func(t *testing.T) {
