@@ -118,6 +118,7 @@ func (c *Conn) Probe(ctx context.Context) error {
 		_, err := c.client.ListToolsByPage(ctx, mcp.ListToolsRequest{})
 		return err
 	}
+	//lint:ignore SA1019 ping is deprecated only from 2026-07-28, which takes the branch above
 	return c.client.Ping(ctx)
 }
 
