@@ -377,6 +377,23 @@ func TestFaults(t *testing.T) {
 		})
 	})
 
+	t.Run("per-backend concurrency limit with a bounded wait", func(t *testing.T) {
+		_, r := k.register("fb", nil, map[string]any{"max_concurrent": 1, "queue_wait": "200ms"})
+		if r.IsError {
+			t.Fatal(r.Text())
+		}
+		r = k.chain(t.Context(), `
+			const runs = await Promise.allSettled([fb.slow({ms: 1500}), fb.slow({ms: 1500})]);
+			return runs.map(x => x.status === "fulfilled" ? "ok" : String(x.reason));`)
+		if !strings.Contains(r.Text(), "ok") || !strings.Contains(r.Text(), `backend \"fb\" is busy`) || !strings.Contains(r.Text(), "max_concurrent") {
+			t.Errorf("two calls on a backend allowing one: %s", r.Text())
+		}
+		t.Logf("client saw: %s", r.Text())
+		if r := k.call(t.Context(), "deregister_manual", map[string]any{"manual_name": "fb"}, nil); r.IsError {
+			t.Fatal(r.Text())
+		}
+	})
+
 	t.Run("garbage on stdout is skipped", func(t *testing.T) {
 		_, r := k.register("f3", map[string]string{"FAULT_STDOUT_GARBAGE": "1"}, nil)
 		if r.IsError {
