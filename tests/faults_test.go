@@ -277,7 +277,7 @@ func TestFaults(t *testing.T) {
 			_, _ = k.c.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain",
 				Arguments: map[string]any{"code": `{"tool":"f1.hang"}`}}})
 		}()
-		eventually(t, "the hang call reached the backend", func() bool { return strings.Contains(events(dir), "call hang") })
+		eventually(t, "the hang call reached the backend", func() bool { return strings.Contains(events(dir), "running hang") })
 		cancel()
 		<-done
 		eventually(t, "the backend's hang handler was canceled", func() bool { return strings.Contains(events(dir), "cancelled hang") })
@@ -324,7 +324,7 @@ func TestFaults(t *testing.T) {
 			r, err := toResult(res.Content, res.StructuredContent, res.IsError)
 			got <- out{r, err}
 		}()
-		eventually(t, "the hang call reached the backend", func() bool { return strings.Count(events(dir), "call hang") >= 3 })
+		eventually(t, "the hang call reached the backend", func() bool { return strings.Count(events(dir), "running hang") >= 3 })
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}

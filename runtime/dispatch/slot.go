@@ -296,7 +296,7 @@ func (s *slot) acquire(ctx context.Context, lim limits, tool string) (release fu
 			Message: fmt.Sprintf("%s.%s was canceled while waiting for a free slot on backend %q", s.cfg.Name, tool, s.cfg.Name)}
 	case <-timer.C:
 		return nil, &Error{Code: CodeBusy, Backend: s.cfg.Name, Tool: tool,
-			Message: fmt.Sprintf("backend %q is busy: %d calls in flight (its max_concurrent) and none finished within %s; retry shortly, run fewer calls at once, or raise backends.%s.max_concurrent",
+			Message: fmt.Sprintf("backend %q is busy: all %d of its call slots (max_concurrent) are in use and none freed within %s; retry shortly, run fewer calls at once, or raise backends.%s.max_concurrent",
 				s.cfg.Name, cap(sem), lim.queueWait, s.cfg.Name)}
 	}
 }

@@ -32,6 +32,7 @@
 //
 //	start pid=<pid>
 //	call <tool> id=<JSON-RPC id>        a tools/call read off the wire, before dispatch
+//	running hang                        the hang tool's handler started
 //	cancel-notification id=<id>         a notifications/cancelled read off the wire
 //	cancelled <tool>                    a handler returned with its context canceled
 //	progress-token <token>              a tools/call carried a progress token

@@ -421,7 +421,7 @@ func TestCancel(t *testing.T) {
 				_, err := b.session.CallTool(ctx, &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}})
 				errc <- err
 			}()
-			waitFor(t, "the hang call to reach the server", func() bool { return hangCall.MatchString(b.events(t)) })
+			waitFor(t, "the hang handler to start", func() bool { return strings.Contains(b.events(t), "running hang\n") })
 			id := hangCall.FindStringSubmatch(b.events(t))[1]
 			cancel()
 			if err := <-errc; !errors.Is(err, context.Canceled) {

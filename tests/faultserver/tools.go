@@ -150,6 +150,9 @@ func (ts *tools) slow(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*
 }
 
 func (ts *tools) hang(ctx context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
+	// Tests cancel only after this line: a cancellation that arrives
+	// before the SDK starts the handler has nothing to cancel yet.
+	ts.events.add("running hang")
 	<-ctx.Done()
 	return nil, nil, ctx.Err()
 }
