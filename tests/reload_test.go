@@ -83,3 +83,36 @@ backends:
 		return r.IsError && strings.Contains(r.Text(), "disabled")
 	})
 }
+
+// TestRegistrationsPersist restarts kiln with gateway.registration.persist
+// on: a backend registered in the first run is back in the second, and one
+// deregistered is not.
+func TestRegistrationsPersist(t *testing.T) {
+	cfg := fmt.Sprintf(`version: 1
+gateway:
+  state_dir: %s
+  registration:
+    allow_commands: [%s]
+    persist: true
+backends: {}
+`, t.TempDir(), faultBin(t))
+	first := startFaultKilnWith(t, cfg)
+	for _, name := range []string{"kept", "dropped"} {
+		if _, r := first.register(name, nil, nil); r.IsError {
+			t.Fatal(r.Text())
+		}
+	}
+	if r := first.call(t.Context(), "deregister_manual", map[string]any{"manual_name": "dropped"}, nil); r.IsError {
+		t.Fatal(r.Text())
+	}
+	first.c.Close()
+
+	second := startFaultKilnWith(t, cfg)
+	eventually(t, "the persisted backend is restored", func() bool {
+		r := second.chain(t.Context(), `await kept.echo({text: "restored"})`)
+		return !r.IsError && strings.Contains(r.Text(), "restored")
+	})
+	if r := second.chain(t.Context(), `{"tool":"dropped.echo","arguments":{"text":"x"}}`); !r.IsError {
+		t.Errorf("a deregistered backend came back: %s", r.Text())
+	}
+}
