@@ -236,5 +236,8 @@ func (s *Server) stats() any {
 		}
 		out["backends"] = per
 	}
+	if s.opts.Scrubber != nil {
+		out["secrets_redacted"] = s.opts.Scrubber.Totals()
+	}
 	return out
 }

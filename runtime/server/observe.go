@@ -25,7 +25,7 @@ func (s *Server) observe(ctx context.Context, req mcp.CallToolRequest) context.C
 	obs := &dispatch.Observer{
 		Log: func(raw json.RawMessage) {
 			var params map[string]any
-			if json.Unmarshal(raw, &params) == nil {
+			if json.Unmarshal(s.opts.Scrubber.JSON(raw), &params) == nil {
 				send("notifications/message", params)
 			}
 		},
@@ -37,7 +37,7 @@ func (s *Server) observe(ctx context.Context, req mcp.CallToolRequest) context.C
 				p["total"] = *total
 			}
 			if message != "" {
-				p["message"] = message
+				p["message"] = s.opts.Scrubber.String(message)
 			}
 			send("notifications/progress", p)
 		}

@@ -58,8 +58,9 @@ func (s *Server) prompt(name string, build func(args map[string]string) (string,
 		}()
 		text, err := build(req.Params.Arguments)
 		if err != nil {
-			return nil, fmt.Errorf("prompt %s: %w", name, err)
+			return nil, fmt.Errorf("prompt %s: %s", name, s.opts.Scrubber.String(err.Error()))
 		}
+		text = s.opts.Scrubber.String(text)
 		return mcp.NewGetPromptResult(name, []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(text))}), nil
 	}
 }

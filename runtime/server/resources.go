@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -111,7 +112,7 @@ func (s *Server) serveResource(d resourceDef) func(context.Context, mcp.ReadReso
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		v, err := d.get(ctx, req.Params.URI)
 		if err != nil {
-			return nil, err
+			return nil, errors.New(s.opts.Scrubber.String(err.Error()))
 		}
 		text, ok := v.(string)
 		if !ok {
@@ -121,6 +122,8 @@ func (s *Server) serveResource(d resourceDef) func(context.Context, mcp.ReadReso
 			}
 			text = string(raw)
 		}
+		// Backend state carries stderr tails and errors: scrub like results.
+		text = s.opts.Scrubber.String(text)
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: d.mime, Text: text}}, nil
 	}
 }

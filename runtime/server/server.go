@@ -20,6 +20,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/schema"
+	"github.com/kilnmcp/kiln/runtime/scrub"
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
@@ -61,7 +62,10 @@ type Options struct {
 	// Drifts reports backends whose live tools differ from the compiled
 	// manifest; optional.
 	Drifts func() map[string]catalog.Drift
-	Logger *slog.Logger
+	// Scrubber redacts secrets from every result, resource and prompt;
+	// nil passes text through.
+	Scrubber *scrub.Scrubber
+	Logger   *slog.Logger
 }
 
 // Registrar adds and removes backends at run time; *catalog.Catalog is one.
@@ -137,9 +141,9 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 			args = json.RawMessage(`{}`)
 		}
 		if verr := s.valid.Validate(mt.name, json.RawMessage(mt.schema), args); verr != nil {
-			return toMCP(toolcall.Errorf("%s: %v", mt.name, verr))
+			return toMCP(s.opts.Scrubber.Result(toolcall.Errorf("%s: %v", mt.name, verr)))
 		}
-		return toMCP(h(s.observe(ctx, req), args))
+		return toMCP(s.opts.Scrubber.Result(h(s.observe(ctx, req), args)))
 	}
 }
 

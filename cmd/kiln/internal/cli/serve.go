@@ -50,7 +50,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitUsage
 	}
-	log := newLogger(stderr, cfg.Gateway.LogLevel)
+	scrubber := newScrubber(cfg)
+	logOut := scrubber.Writer(stderr)
+	defer logOut.Flush()
+	log := newLogger(logOut, cfg.Gateway.LogLevel)
 	if err := os.MkdirAll(cfg.Gateway.StateDir, 0o755); err != nil {
 		fmt.Fprintf(stderr, "kiln: gateway.state_dir: %v\n", err)
 		return exitFail
@@ -138,6 +141,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Ref:       func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
 		Registrar: cat,
 		Drifts:    cat.Drifts,
+		Scrubber:  scrubber,
 		Logger:    log,
 		Chain: chain.New(chain.Options{
 			Caller:   disp,

@@ -1,0 +1,305 @@
+package scrub
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// JSON scrubs every string value inside the JSON document raw and returns
+// valid JSON whenever raw was valid. Object keys are left alone; a value
+// whose key names a secret ("password", "apiKey", "Authorization") is
+// redacted by the same rules as NAME=value text. Bytes outside changed
+// strings are kept exactly, so numbers, key order and formatting survive.
+// When nothing is redacted raw itself is returned. A document that is not
+// JSON is scrubbed as text.
+func (sc *Scrubber) JSON(raw json.RawMessage) json.RawMessage {
+	out, _ := sc.json(raw, nil)
+	return out
+}
+
+// skipFunc reports whether the string value under key, inside containers
+// reached through the keys in path, must be left untouched.
+type skipFunc func(path []string, key string) bool
+
+// json is JSON with a skip rule; changed reports whether out differs.
+func (sc *Scrubber) json(raw json.RawMessage, skip skipFunc) (out json.RawMessage, changed bool) {
+	if sc == nil || len(raw) == 0 {
+		return raw, false
+	}
+	w := jsonWalker{sc: sc, doc: string(raw), skip: skip}
+	if !w.run() {
+		spans, _ := sc.scan(w.doc, nil)
+		if len(spans) == 0 {
+			return raw, false
+		}
+		sc.count(spans)
+		return json.RawMessage(sc.apply(w.doc, spans)), true
+	}
+	if w.out == nil {
+		return raw, false
+	}
+	for _, k := range w.kinds {
+		sc.total(k).Add(1) // only now: a walk that fails halfway is redone as text
+	}
+	return append(w.out, w.doc[w.copied:]...), true
+}
+
+// jsonWalker finds the strings of a JSON document without decoding the
+// rest: the scrubber only needs string values and the key each belongs to.
+// It rejects anything outside strings that JSON does not allow there, so
+// text that merely contains quotes is scrubbed as text instead, where no
+// byte goes unscanned.
+type jsonWalker struct {
+	sc   *Scrubber
+	doc  string
+	skip skipFunc
+
+	out    []byte // nil until the first change
+	copied int    // doc[:copied] is in out
+	kinds  []kind // redactions to count once the walk succeeds
+	spans  []span // scratch
+
+	path   []string // keys of the open containers ("" in arrays)
+	key    string   // the last key, until its value starts
+	keyEnd int      // index just past the key's ':'
+	hasKey bool
+}
+
+// gapByte is what may appear between strings in JSON, apart from the
+// literals true, false and null.
+var gapByte = class(" \t\r\n,:0-9+.eE-")
+
+func (w *jsonWalker) run() bool {
+	doc := w.doc
+	for i := 0; i < len(doc); {
+		switch c := doc[i]; {
+		case c == '"':
+			end, esc, ok := stringEnd(doc, i)
+			if !ok {
+				return false
+			}
+			m := end + 1
+			for m < len(doc) && (doc[m] == ' ' || doc[m] == '\t' || doc[m] == '\n' || doc[m] == '\r') {
+				m++
+			}
+			if m < len(doc) && doc[m] == ':' {
+				key := doc[i+1 : end]
+				if esc {
+					if key, ok = unescape(key); !ok {
+						return false
+					}
+				}
+				w.key, w.keyEnd, w.hasKey = key, m+1, true
+				i = m + 1
+				continue
+			}
+			if !w.value(i, end, esc, w.takeKey(i)) {
+				return false
+			}
+			i = end + 1
+		case c == '{' || c == '[':
+			w.path = append(w.path, w.takeKey(i))
+			i++
+		case c == '}' || c == ']':
+			if len(w.path) == 0 {
+				return false
+			}
+			w.path = w.path[:len(w.path)-1]
+			i++
+		case gapByte[c]:
+			i++
+		case strings.HasPrefix(doc[i:], "true"), strings.HasPrefix(doc[i:], "null"):
+			i += 4
+		case strings.HasPrefix(doc[i:], "false"):
+			i += 5
+		default:
+			return false
+		}
+	}
+	return len(w.path) == 0
+}
+
+// takeKey returns the key whose value starts at i, or "" when the value is
+// an array element or a top-level document.
+func (w *jsonWalker) takeKey(i int) string {
+	if !w.hasKey {
+		return ""
+	}
+	w.hasKey = false
+	if strings.TrimLeft(w.doc[w.keyEnd:i], " \t\r\n") != "" {
+		return ""
+	}
+	return w.key
+}
+
+// value scrubs the string doc[start:end+1], quotes included.
+func (w *jsonWalker) value(start, end int, esc bool, key string) bool {
+	if w.skip != nil && w.skip(w.path, key) {
+		return true
+	}
+	s := w.doc[start+1 : end]
+	if esc {
+		var ok bool
+		if s, ok = unescape(s); !ok {
+			return false
+		}
+	}
+	// The shortest text any detector matches is a five-byte assignment
+	// such as "a=xyz"; many values in API responses are shorter ("open",
+	// "bug", "User"), and skipping them skips the scan's setup.
+	spans := w.spans[:0]
+	if len(s) >= 5 {
+		spans, _ = w.sc.scan(s, spans)
+	}
+	if key != "" {
+		if c, aws := classifyName(key); c != notSecret {
+			if rs, re, k, ok := valueSpan(s, c, aws, true); ok {
+				spans = merge(append(spans, span{rs, re, k}))
+			}
+		}
+	}
+	w.spans = spans
+	if len(spans) == 0 {
+		return true
+	}
+	if w.out == nil {
+		w.out = make([]byte, 0, len(w.doc)+64)
+	}
+	for _, sp := range spans {
+		w.kinds = append(w.kinds, sp.k)
+	}
+	w.out = append(w.out, w.doc[w.copied:start]...)
+	w.out = appendQuoted(w.out, w.sc.apply(s, spans))
+	w.copied = end + 1
+	return true
+}
+
+// stringEnd returns the index of the quote closing the string that opens
+// at doc[i], and whether the string holds escapes.
+func stringEnd(doc string, i int) (end int, esc, ok bool) {
+	j := i + 1
+	for {
+		k := strings.IndexByte(doc[j:], '"')
+		if k < 0 {
+			return 0, false, false
+		}
+		k += j
+		b := k - 1
+		for b > i && doc[b] == '\\' {
+			b--
+		}
+		if (k-1-b)%2 == 0 {
+			return k, strings.IndexByte(doc[i+1:k], '\\') >= 0, true
+		}
+		j = k + 1
+	}
+}
+
+// unescape decodes the body of a JSON string the way encoding/json does,
+// including surrogate pairs; a lone surrogate becomes U+FFFD. The decoded
+// text is never longer than s, so it is written into one buffer by index:
+// JSON-encoded JSON has an escape every few bytes, and a Builder call per
+// escape cost more than the scan of the result.
+func unescape(s string) (string, bool) {
+	out := make([]byte, len(s))
+	w := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			out[w] = c
+			w++
+			continue
+		}
+		if i++; i >= len(s) {
+			return "", false
+		}
+		switch c = s[i]; c {
+		case '"', '\\', '/':
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		case 'u':
+			r, ok := hex4(s, i+1)
+			if !ok {
+				return "", false
+			}
+			i += 4
+			if utf16.IsSurrogate(r) {
+				r2, ok := hex4(s, i+3)
+				if d := utf16.DecodeRune(r, r2); ok && s[i+1] == '\\' && s[i+2] == 'u' && d != utf8.RuneError {
+					r = d
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			w += utf8.EncodeRune(out[w:], r)
+			continue
+		default:
+			return "", false
+		}
+		out[w] = c
+		w++
+	}
+	return string(out[:w]), true
+}
+
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// appendQuoted appends s as a JSON string. Only what JSON requires is
+// escaped; other bytes, including non-ASCII, pass through as they came.
+func appendQuoted(dst []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,191 @@
+package scrub
+
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// MinValueLen is the shortest known secret value Options.Values redacts.
+// Config env and header values include things like "true", "8080", "info"
+// and user names; redacting every occurrence of those would shred ordinary
+// text (every "true" in a JSON result) without protecting anything, and a
+// real credential is essentially never shorter than eight bytes.
+const MinValueLen = 8
+
+// Value is one secret the config knows verbatim, such as the value of a
+// backend's GITHUB_TOKEN env var or of an Authorization header.
+type Value struct {
+	// Name labels the redaction: [REDACTED:env:Name].
+	Name string
+	// Value is the exact secret text to find.
+	Value string
+}
+
+// Options configures a Scrubber. The zero value recognises secret shapes
+// only.
+type Options struct {
+	// Values are secrets redacted wherever they appear, whatever their
+	// shape. Values shorter than MinValueLen are ignored; of two entries
+	// with the same Value the first one names the redaction.
+	Values []Value
+}
+
+// Stats counts redactions by type name, such as "github-token" or
+// "env:GITHUB_TOKEN". A nil Stats means nothing was redacted.
+type Stats map[string]int
+
+// Scrubber replaces secrets in text, JSON and tool results with
+// [REDACTED:<type>] markers. Build one with New and share it: it is
+// immutable after New apart from its atomic counters, so it is safe for
+// concurrent use. A nil *Scrubber passes everything through unchanged, so
+// callers need no branches when scrubbing is off; a zero Scrubber
+// recognises shapes only, like New(Options{}).
+type Scrubber struct {
+	values []Value
+	// flags is the scan table with fValue set on the first byte of every
+	// value, or nil for the shared table when there are no values; byFirst
+	// lists the values (longest first) starting with each byte.
+	flags   *[256]uint8
+	byFirst [256][]int
+	heads   []uint64 // by value: its first eight bytes, see valueAt
+	// Per known value: its type name ("env:NAME") and marker.
+	valueNames, valueMarkers []string
+
+	totals      [numKinds]atomic.Int64
+	valueTotals []atomic.Int64
+}
+
+// kindMarkers are the markers of the shape kinds, built once.
+var kindMarkers = func() (m [numKinds]string) {
+	for k, name := range kindNames {
+		m[k] = "[REDACTED:" + name + "]"
+	}
+	return m
+}()
+
+// name returns the type name of k.
+func (sc *Scrubber) name(k kind) string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return sc.valueNames[k-numKinds]
+}
+
+// total returns the counter of k.
+func (sc *Scrubber) total(k kind) *atomic.Int64 {
+	if k < numKinds {
+		return &sc.totals[k]
+	}
+	return &sc.valueTotals[k-numKinds]
+}
+
+// New compiles opts into a Scrubber.
+func New(opts Options) *Scrubber {
+	sc := &Scrubber{}
+	seen := map[string]bool{}
+	for _, v := range opts.Values {
+		if len(v.Value) < MinValueLen || seen[v.Value] {
+			continue
+		}
+		seen[v.Value] = true
+		sc.values = append(sc.values, v)
+	}
+	// Longest first, so a value that is a prefix of another never hides it.
+	slices.SortStableFunc(sc.values, func(a, b Value) int { return len(b.Value) - len(a.Value) })
+	if len(sc.values) > 0 {
+		t := flags
+		sc.flags = &t
+		for i, v := range sc.values {
+			sc.flags[v.Value[0]] |= fValue
+			sc.byFirst[v.Value[0]] = append(sc.byFirst[v.Value[0]], i)
+			sc.heads = append(sc.heads, load64(v.Value))
+			sc.valueNames = append(sc.valueNames, "env:"+v.Name)
+			sc.valueMarkers = append(sc.valueMarkers, "[REDACTED:env:"+v.Name+"]")
+		}
+	}
+	sc.valueTotals = make([]atomic.Int64, len(sc.values))
+	return sc
+}
+
+// String returns s with every secret replaced by its marker.
+func (sc *Scrubber) String(s string) string {
+	out, _ := sc.text(s)
+	return out
+}
+
+// Scrub is String that also reports what it redacted, for callers that
+// surface per-call counts.
+func (sc *Scrubber) Scrub(s string) (string, Stats) {
+	if sc == nil {
+		return s, nil
+	}
+	spans, _ := sc.scan(s, nil)
+	var st Stats
+	for _, sp := range spans {
+		if st == nil {
+			st = Stats{}
+		}
+		st[sc.name(sp.k)]++
+	}
+	sc.count(spans)
+	return sc.apply(s, spans), st
+}
+
+// Totals returns the redactions counted since New, across every method,
+// for kiln://stats.
+func (sc *Scrubber) Totals() Stats {
+	if sc == nil {
+		return nil
+	}
+	var st Stats
+	for k := range kind(int(numKinds) + len(sc.values)) {
+		if n := sc.total(k).Load(); n > 0 {
+			if st == nil {
+				st = Stats{}
+			}
+			st[sc.name(k)] = int(n)
+		}
+	}
+	return st
+}
+
+// text scrubs s; pemOpen reports a private key block still open at the end
+// of s, which the line Writer needs to keep redacting the following lines.
+func (sc *Scrubber) text(s string) (out string, pemOpen bool) {
+	if sc == nil {
+		return s, false
+	}
+	spans, open := sc.scan(s, nil)
+	sc.count(spans)
+	return sc.apply(s, spans), open
+}
+
+// count adds spans to the totals.
+func (sc *Scrubber) count(spans []span) {
+	for _, sp := range spans {
+		sc.total(sp.k).Add(1)
+	}
+}
+
+// apply writes s with spans replaced by markers. spans must
+// be sorted and disjoint, as scan returns them.
+func (sc *Scrubber) apply(s string, spans []span) string {
+	if len(spans) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	prev := 0
+	for _, sp := range spans {
+		b.WriteString(s[prev:sp.start])
+		if sp.k < numKinds {
+			b.WriteString(kindMarkers[sp.k])
+		} else {
+			b.WriteString(sc.valueMarkers[sp.k-numKinds])
+		}
+		prev = sp.end
+	}
+	b.WriteString(s[prev:])
+	return b.String()
+}

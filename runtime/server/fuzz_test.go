@@ -1,0 +1,680 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kilnmcp/kiln/runtime/chain"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/search"
+)
+
+// The sentinels end every fuzzed session: after whatever came before, the
+// same session must still initialize and list the seven meta-tools. Their
+// ids are long enough that the fuzzer does not reuse them by chance.
+const (
+	sentinelInit = "kiln-fuzz-sentinel-initialize"
+	sentinelList = "kiln-fuzz-sentinel-tools-list"
+	sentinels    = `{"jsonrpc":"2.0","id":"` + sentinelInit + `","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"` + sentinelList + `","method":"tools/list"}` + "\n"
+)
+
+// answerWait bounds how long a session may take to answer what it was sent;
+// every answer here is computed in memory, so hitting it means a request was
+// dropped, not that the machine is slow.
+const answerWait = 20 * time.Second
+
+// newStdioTestServer builds the server the way newTestServerWith does, with
+// only fast tools: a fuzzed call_tool_chain may call any of them.
+func newStdioTestServer(t testing.TB, log *slog.Logger) *Server {
+	t.Helper()
+	reg := registry.New()
+	tools := []manifest.Tool{
+		{Name: "get-sum", Description: "Returns the sum of two numbers.", InputSchema: json.RawMessage(schemaAB)},
+		{Name: "big", Description: "Returns a long log.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	}
+	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "everything", Tools: tools}, true); err != nil {
+		t.Fatal(err)
+	}
+	var docs []search.Doc
+	for _, tool := range reg.Tools() {
+		docs = append(docs, search.NewDoc(tool.Backend, tool.Name, tool.Title, tool.Description, tool.InputSchema))
+	}
+	cfg := &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway(), Backends: []config.Backend{{
+		Name: "everything", Transport: config.TransportStdio, Command: "node", Enabled: true,
+	}}}
+	return New(Options{
+		Version: "test", Config: cfg, Registry: reg, Search: search.Build(docs), Logger: log,
+		Chain: chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg}),
+	})
+}
+
+// lockedBuffer collects the server's log across its goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// outbox collects the lines a server writes and wakes waiters on each.
+type outbox struct {
+	mu    sync.Mutex
+	lines [][]byte
+	wake  chan struct{}
+}
+
+func (o *outbox) read(r io.Reader) {
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			o.mu.Lock()
+			o.lines = append(o.lines, line)
+			o.mu.Unlock()
+			select {
+			case o.wake <- struct{}{}:
+			default:
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (o *outbox) snapshot() [][]byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([][]byte(nil), o.lines...)
+}
+
+// stdioExchange writes input to a fresh server's stdin, waits until done
+// accepts what the server wrote (or answerWait passes), then closes stdin
+// and returns every line the server wrote and its log. The stdio server
+// keeps one package-level session in mcp-go, so exchanges must not overlap.
+func stdioExchange(t testing.TB, input []byte, done func(out [][]byte) bool) (out [][]byte, log string) {
+	t.Helper()
+	logs := &lockedBuffer{}
+	s := newStdioTestServer(t, slog.New(slog.NewTextHandler(logs, nil)))
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	box := &outbox{wake: make(chan struct{}, 1)}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		box.read(outR)
+	}()
+	served := make(chan error, 1)
+	go func() { served <- s.ServeStdio(context.Background(), inR, outW) }()
+	go func() {
+		_, _ = inW.Write(input)
+	}()
+
+	deadline := time.NewTimer(answerWait)
+	defer deadline.Stop()
+wait:
+	for !done(box.snapshot()) {
+		select {
+		case <-box.wake:
+		case err := <-served:
+			served <- err
+			break wait
+		case <-deadline.C:
+			t.Errorf("no complete answer within %v", answerWait)
+			break wait
+		}
+	}
+	inW.Close()
+	select {
+	case <-served:
+	case <-time.After(answerWait):
+		t.Fatalf("stdio server did not stop within %v of stdin closing", answerWait)
+	}
+	outW.Close()
+	<-readDone
+	return box.snapshot(), logs.String()
+}
+
+// maxSafeID is the largest integer a JSON number round-trips exactly
+// through float64, which is how mcp-go holds request ids.
+const maxSafeID = 1<<53 - 1
+
+// idKey names a JSON-RPC id so a request and its response compare equal:
+// "s:" for strings, "n:" for integers in the float64-safe range, "f:" for
+// other numbers as float64 (mcp-go echoes them rounded; see
+// TestStdioProtocolEdges), and "x:" with the re-encoded value for anything else.
+// ok is false for null or a missing id.
+func idKey(raw json.RawMessage) (key string, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false
+	}
+	var s string
+	if raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
+		return "s:" + s, true
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= -maxSafeID && n <= maxSafeID {
+		return "n:" + strconv.FormatInt(n, 10), true
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "x:" + string(raw), true
+	}
+	if f, isNum := v.(float64); isNum {
+		// A response may spell an integer id as 1e+06.
+		if f == float64(int64(f)) && f >= -maxSafeID && f <= maxSafeID {
+			return "n:" + strconv.FormatInt(int64(f), 10), true
+		}
+		return "f:" + strconv.FormatFloat(f, 'g', -1, 64), true
+	}
+	canon, _ := json.Marshal(v) // cannot fail: decoded JSON
+	return "x:" + string(canon), true
+}
+
+// members decodes a JSON object's members in order; ok is false for any
+// other JSON value.
+func members(line []byte) (names []string, values []json.RawMessage, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, false
+		}
+		names = append(names, tok.(string))
+		values = append(values, v)
+	}
+	return names, values, true
+}
+
+// expectation is what a client may demand of the answers to its input.
+type expectation struct {
+	// requests counts the well-formed requests per id: each must get
+	// exactly one response with that id.
+	requests map[string]int
+	// maybe counts other messages that carry an id (responses, invalid
+	// requests, long-lived subscriptions): each may or may not be answered.
+	maybe map[string]int
+	// garbage counts lines that are not JSON: each must get a -32700
+	// parse error with a null id.
+	garbage int
+}
+
+// expect classifies input the way a strict JSON-RPC 2.0 peer would. A
+// request is well-formed when it is an object whose jsonrpc is "2.0",
+// whose method is a string, whose id is a string or an integer within
+// ±(2^53-1) (mcp-go holds ids as float64; see TestStdioProtocolEdges), with no
+// result or error member and no member spelled like a reserved one in
+// another case or twice (Go's decoder would read those where a strict
+// peer would not).
+func expect(input []byte) expectation {
+	e := expectation{requests: map[string]int{}, maybe: map[string]int{}}
+	for _, line := range bytes.Split(bytes.TrimSuffix(input, []byte("\n")), []byte("\n")) {
+		if !json.Valid(line) {
+			e.garbage++
+			continue
+		}
+		names, values, ok := members(line)
+		if !ok {
+			continue // a batch or a scalar: no id to answer
+		}
+		reserved := map[string]json.RawMessage{}
+		strict := true
+		var ids []json.RawMessage
+		for i, name := range names {
+			for _, r := range []string{"jsonrpc", "id", "method", "params", "result", "error"} {
+				if !strings.EqualFold(name, r) {
+					continue
+				}
+				if _, dup := reserved[r]; dup || name != r {
+					strict = false
+				}
+				reserved[r] = values[i]
+			}
+			if strings.EqualFold(name, "id") {
+				ids = append(ids, values[i])
+			}
+		}
+		var version, method string
+		strict = strict &&
+			json.Unmarshal(reserved["jsonrpc"], &version) == nil && version == "2.0" &&
+			reserved["method"] != nil && json.Unmarshal(reserved["method"], &method) == nil &&
+			reserved["result"] == nil && reserved["error"] == nil &&
+			// subscriptions/listen is answered only when the stream ends.
+			method != "subscriptions/listen"
+		key, hasID := idKey(reserved["id"])
+		if strict && hasID && (strings.HasPrefix(key, "s:") || strings.HasPrefix(key, "n:")) {
+			e.requests[key]++
+			continue
+		}
+		for _, id := range ids {
+			if k, ok := idKey(id); ok {
+				e.maybe[k]++
+			}
+		}
+	}
+	return e
+}
+
+// reply is one decoded line of server output.
+type reply struct {
+	key       string // idKey of the id; "" for null or a notification
+	response  bool
+	code      int // error code; 0 for a result
+	result    json.RawMessage
+	errorText string
+}
+
+// parseReply checks that line is a JSON-RPC 2.0 response (exactly one of
+// result or error, an error with an integer code and a string message) or
+// a server notification, and decodes it.
+func parseReply(line []byte) (reply, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return reply{}, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if string(m["jsonrpc"]) != `"2.0"` {
+		return reply{}, fmt.Errorf(`jsonrpc is not "2.0"`)
+	}
+	id, hasID := m["id"]
+	if _, ok := m["method"]; ok {
+		if hasID {
+			return reply{}, fmt.Errorf("server sent a request, which this session never answers")
+		}
+		return reply{}, nil
+	}
+	if !hasID {
+		return reply{}, fmt.Errorf("response without an id")
+	}
+	r := reply{response: true, result: m["result"]}
+	r.key, _ = idKey(id)
+	rawErr, hasErr := m["error"]
+	switch {
+	case r.result != nil && hasErr:
+		return reply{}, fmt.Errorf("both result and error")
+	case hasErr:
+		var e struct {
+			Code    *json.Number `json:"code"`
+			Message *string      `json:"message"`
+		}
+		if err := json.Unmarshal(rawErr, &e); err != nil || e.Code == nil || e.Message == nil {
+			return reply{}, fmt.Errorf("error is not an object with a code and a message")
+		}
+		code, err := strconv.Atoi(e.Code.String())
+		if err != nil {
+			return reply{}, fmt.Errorf("error code %s is not an integer", e.Code)
+		}
+		r.code, r.errorText = code, *e.Message
+	case r.result == nil:
+		return reply{}, fmt.Errorf("neither result nor error")
+	}
+	return r, nil
+}
+
+// satisfied reports whether out answers every request, every garbage line
+// and the sentinel tools/list.
+func (e expectation) satisfied(out [][]byte) bool {
+	got := map[string]int{}
+	parseErrors := 0
+	for _, line := range out {
+		r, err := parseReply(line)
+		if err != nil || !r.response {
+			continue
+		}
+		got[r.key]++
+		if r.key == "" && r.code == -32700 {
+			parseErrors++
+		}
+	}
+	for k, n := range e.requests {
+		if got[k] < n {
+			return false
+		}
+	}
+	return parseErrors >= e.garbage && got["s:"+sentinelList] > 0
+}
+
+// checkSession asserts the invariants on one exchange's output.
+func checkSession(t testing.TB, e expectation, out [][]byte, log string) {
+	t.Helper()
+	got := map[string]int{}
+	parseErrors := 0
+	var listed []reply
+	for _, line := range out {
+		r, err := parseReply(line)
+		if err != nil {
+			t.Errorf("invalid JSON-RPC message from the server: %v\n%s", err, line)
+			continue
+		}
+		if !r.response {
+			continue
+		}
+		got[r.key]++
+		if r.key == "" && r.code == -32700 {
+			parseErrors++
+		}
+		if r.key == "s:"+sentinelList {
+			listed = append(listed, r)
+		}
+	}
+	for k, n := range e.requests {
+		if got[k] < n || got[k] > n+e.maybe[k] {
+			t.Errorf("id %s: %d responses to %d requests (and %d other messages with that id)", k, got[k], n, e.maybe[k])
+		}
+	}
+	for k, n := range got {
+		if k != "" && e.requests[k] == 0 && e.maybe[k] == 0 {
+			t.Errorf("id %s: %d responses, but no message carried that id", k, n)
+		}
+	}
+	if parseErrors < e.garbage {
+		t.Errorf("%d lines are not JSON but only %d parse errors (-32700, id null) came back", e.garbage, parseErrors)
+	}
+	if !sentinelWorked(listed) {
+		t.Errorf("after the input the session no longer lists the seven meta-tools; answers to tools/list: %+v", listed)
+	}
+	// kiln's handle logs "meta-tool panicked"; mcp-go's stdio transport
+	// logs "panic recovered".
+	if strings.Contains(log, "panicked") || strings.Contains(log, "panic recovered") {
+		t.Errorf("the server recovered a panic:\n%s", log)
+	}
+	if t.Failed() {
+		var b strings.Builder
+		for _, l := range out {
+			if len(l) > 300 {
+				l = append(l[:300:300], "…\n"...)
+			}
+			b.Write(l)
+		}
+		t.Logf("server output:\n%s", b.String())
+	}
+}
+
+func sentinelWorked(listed []reply) bool {
+	for _, r := range listed {
+		var res struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		}
+		if r.code == 0 && json.Unmarshal(r.result, &res) == nil && len(res.Tools) == len(metaTools) {
+			return true
+		}
+	}
+	return false
+}
+
+// runStdio feeds input and the sentinels to a fresh session and checks the
+// invariants.
+func runStdio(t testing.TB, input []byte) [][]byte {
+	t.Helper()
+	if len(input) > 0 && input[len(input)-1] != '\n' {
+		input = append(input[:len(input):len(input)], '\n')
+	}
+	input = append(input[:len(input):len(input)], sentinels...)
+	e := expect(input)
+	out, log := stdioExchange(t, input, e.satisfied)
+	checkSession(t, e, out, log)
+	return out
+}
+
+// fuzzSeeds are sessions a client could send, well-formed or not; each
+// line is one message.
+var fuzzSeeds = []string{
+	// A normal session.
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"search_tools","arguments":{"task_description":"sum"}}}
+{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"call_tool_chain","arguments":{"code":"{\"tool\":\"everything.get-sum\",\"arguments\":{\"a\":1}}"}}}
+{"jsonrpc":"2.0","id":4,"method":"resources/list"}
+{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"kiln://backends"}}
+{"jsonrpc":"2.0","id":6,"method":"prompts/list"}
+{"jsonrpc":"2.0","id":7,"method":"ping"}`,
+	// Out of order: calls before initialize, initialize twice.
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_info","arguments":{"tool_name":"get-sum"}}}
+{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}
+{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
+	// Garbage and half messages.
+	"not json at all\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\"\n\n   \n{}\n[]\nnull\n42\n\"str\"\n\xff\xfe{\n}",
+	// Batches.
+	`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]
+[{"jsonrpc":"2.0","method":"notifications/initialized"}]`,
+	// Ids of every kind.
+	`{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}
+{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping"}
+{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}
+{"jsonrpc":"2.0","id":1e400,"method":"ping"}
+{"jsonrpc":"2.0","id":1.5,"method":"ping"}
+{"jsonrpc":"2.0","id":"","method":"ping"}
+{"jsonrpc":"2.0","id":"\u00e9\ud83d\ude00","method":"ping"}
+{"jsonrpc":"2.0","id":true,"method":"ping"}
+{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}
+{"jsonrpc":"2.0","id":[1],"method":"ping"}
+{"jsonrpc":"2.0","id":null,"method":"ping"}
+{"jsonrpc":"2.0","id":8,"method":"ping"}
+{"jsonrpc":"2.0","id":8,"method":"ping"}`,
+	// Wrong types and wrong versions.
+	`{"jsonrpc":"1.0","id":1,"method":"ping"}
+{"id":2,"method":"ping"}
+{"jsonrpc":2,"id":3,"method":"ping"}
+{"jsonrpc":"2.0","id":4,"method":5}
+{"jsonrpc":"2.0","id":5,"method":"tools/list","params":[1,2]}
+{"jsonrpc":"2.0","id":6,"method":"tools/call","params":"x"}
+{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":5}}
+{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"search_tools","arguments":"not an object"}}
+{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"search_tools","arguments":{"task_description":7,"limit":"ten"}}}
+{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}
+{"jsonrpc":"2.0","id":11,"method":"resources/read","params":{"uri":7}}
+{"jsonrpc":"2.0","id":12,"method":"logging/setLevel","params":{"level":"shout"}}
+{"jsonrpc":"2.0","id":13,"method":"completion/complete","params":{}}
+{"jsonrpc":"2.0","id":14,"method":"prompts/get","params":{"name":"nope"}}
+{"jsonrpc":"2.0","id":15,"method":"no/such/method"}
+{"jsonrpc":"2.0","id":16,"method":""}`,
+	// Notifications with ids, notifications without, responses and
+	// cancellations from the client side.
+	`{"jsonrpc":"2.0","id":1,"method":"notifications/initialized"}
+{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}
+{"jsonrpc":"2.0","method":"notifications/unknown"}
+{"jsonrpc":"2.0","method":"notifications/initialized","params":5}
+{"jsonrpc":"2.0","id":2,"result":{}}
+{"jsonrpc":"2.0","id":3,"result":null}
+{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"no"}}
+{"jsonrpc":"2.0","id":5,"method":"ping","result":{}}
+{"jsonrpc":"2.0","ID":6,"Method":"ping"}`,
+	// The stateless protocol's _meta, and the modern-only methods.
+	`{"jsonrpc":"2.0","id":1,"method":"server/discover"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01"}}}
+{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"nope"}}
+{"jsonrpc":"2.0","id":5,"method":"tasks/result","params":{"taskId":"nope"}}`,
+}
+
+// FuzzJSONRPC feeds arbitrary bytes to one stdio session as JSON-RPC
+// lines. No panic may escape or be recovered, every well-formed request
+// gets exactly one valid response with its id, every line that is not
+// JSON gets a parse error, and afterwards the same session still
+// initializes and lists the meta-tools.
+func FuzzJSONRPC(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, input []byte) {
+		runStdio(t, input)
+	})
+}
+
+// summarize renders each response but the sentinels' as "<id> <outcome>":
+// result, tool-error (a result with isError) or error <code>.
+func summarize(t *testing.T, out [][]byte) []string {
+	t.Helper()
+	got := []string{}
+	for _, line := range out {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result *struct {
+				IsError bool `json:"isError"`
+			} `json:"result"`
+			Error *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if m.ID == nil {
+			continue // a notification
+		}
+		if k, _ := idKey(m.ID); k == "s:"+sentinelInit || k == "s:"+sentinelList {
+			continue
+		}
+		switch {
+		case m.Error != nil:
+			got = append(got, fmt.Sprintf("%s error %d", m.ID, m.Error.Code))
+		case m.Result.IsError:
+			got = append(got, string(m.ID)+" tool-error")
+		default:
+			got = append(got, string(m.ID)+" result")
+		}
+	}
+	slices.Sort(got)
+	return got
+}
+
+// TestStdioProtocolEdges pins what one stdio session answers to messages a
+// well-behaved client never sends; runStdio also checks the fuzz
+// invariants and that the session still works afterwards. Cases marked
+// "mcp-go:" are deviations from JSON-RPC 2.0 in mcp-go v1.2.1 that kiln
+// cannot fix without replacing the SDK's stdio transport; when one of them
+// fails, mcp-go changed and the case should be updated to the right answer.
+func TestStdioProtocolEdges(t *testing.T) {
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	tests := []struct {
+		name  string
+		input string
+		want  []string
+	}{
+		{"not JSON", `{"jsonrpc":"2.0","id":1,`, []string{"null error -32700"}},
+		{"blank line", "", []string{"null error -32700"}},
+		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"tools/frobnicate"}`, []string{"1 error -32601"}},
+		// The handshake is not enforced: mcp-go serves any request before
+		// initialize, which MCP allows (it only says clients SHOULD NOT).
+		{"tools/call before initialize", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_info","arguments":{"tool_name":"get-sum"}}}`,
+			[]string{"1 result"}},
+		{"initialize twice", init + "\n" + strings.Replace(init, `"id":1`, `"id":2`, 1), []string{"1 result", "2 result"}},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, []string{}},
+		{"notification with an id is a request", `{"jsonrpc":"2.0","id":1,"method":"notifications/initialized"}`, []string{"1 error -32601"}},
+		{"client result is not answered", `{"jsonrpc":"2.0","id":1,"result":{}}`, []string{}},
+		// mcp-go: a response from the client that carries an error (or a
+		// null result) is dispatched as a request with method "" and
+		// answered with -32601; a response must never be answered.
+		{"mcp-go: client error response is answered", `{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"no"}}`, []string{"4 error -32601"}},
+		{"mcp-go: client null result is answered", `{"jsonrpc":"2.0","id":3,"result":null}`, []string{"3 error -32601"}},
+		{"wrong version", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, []string{"1 error -32600"}},
+		// mcp-go: valid JSON whose jsonrpc, method or id has the wrong
+		// type gets -32700 with a null id; JSON-RPC wants -32600.
+		{"mcp-go: jsonrpc of the wrong type", `{"jsonrpc":2,"id":1,"method":"ping"}`, []string{"null error -32700"}},
+		{"mcp-go: method of the wrong type", `{"jsonrpc":"2.0","id":1,"method":5}`, []string{"null error -32700"}},
+		// mcp-go: batches (dropped by MCP 2025-06-18) get -32700, though
+		// they are valid JSON; -32600 would be right.
+		{"mcp-go: batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, []string{"null error -32700"}},
+		// mcp-go: params of the wrong shape get -32600 Invalid Request;
+		// JSON-RPC reserves -32602 Invalid params for this.
+		{"mcp-go: params of the wrong type", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, []string{"1 error -32600"}},
+		{"unknown tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{}}}`, []string{"1 error -32602"}},
+		// Kiln validates meta-tool arguments itself, so a model reads which
+		// argument was wrong in a tool result rather than a protocol error.
+		{"meta-tool arguments of the wrong type", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_tools","arguments":{"task_description":7}}}`,
+			[]string{"1 tool-error"}},
+		{"meta-tool arguments not an object", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_tools","arguments":"sum"}}`,
+			[]string{"1 tool-error"}},
+		{"ids of every valid kind", `{"jsonrpc":"2.0","id":"a","method":"ping"}` + "\n" +
+			`{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+			[]string{"\"a\" result", "-9007199254740991 result", "1.5 result"}},
+		// mcp-go holds ids as float64: larger integers come back rounded,
+		// and one beyond float64 fails the whole message.
+		{"mcp-go: huge id is rounded", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`,
+			[]string{"1.2345678901234568e+29 result"}},
+		{"mcp-go: id beyond float64", `{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, []string{"null error -32700"}},
+		// mcp-go: an id that is not a string, number or null is echoed in
+		// a result; JSON-RPC wants -32600 with a null id.
+		{"mcp-go: boolean id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, []string{"true result"}},
+		{"mcp-go: object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, []string{`{"a":1} result`}},
+		// mcp-go: a null id (which MCP forbids and JSON-RPC allows) is
+		// taken for a notification and gets no answer; -32600 would tell
+		// the client.
+		{"mcp-go: null id is not answered", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, []string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := summarize(t, runStdio(t, []byte(tc.input+"\n")))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("answers to %s (-want +got):\n%s", tc.input, diff)
+			}
+		})
+	}
+}
+
+// TestMetaToolPanicBecomesInternalError uses a server with no searcher,
+// a wiring bug no input can cause, to show a panicking meta-tool answers
+// with an internal-error result and logs the stack, and the session lives
+// on.
+func TestMetaToolPanicBecomesInternalError(t *testing.T) {
+	logs := &lockedBuffer{}
+	s := newStdioTestServer(t, slog.New(slog.NewTextHandler(logs, nil)))
+	s.opts.Search = nil
+	c, err := client.NewInProcessClient(s.mcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	expectText(t, c, "search_tools", map[string]any{"task_description": "sum"}, true,
+		[]string{"search_tools failed with an internal error"}, []string{"nil pointer", "runtime error"})
+	log := logs.String()
+	for _, want := range []string{"meta-tool panicked", "tool=search_tools", "stack=", "handlers.go"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	expectText(t, c, "tool_info", map[string]any{"tool_name": "get-sum"}, false, []string{"everything.get-sum"}, nil)
+}
