@@ -246,6 +246,16 @@ func TestFaults(t *testing.T) {
 			}
 			return n == 3
 		})
+		eventually(t, "the backend's log message reached the client", func() bool {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			for _, note := range k.notes {
+				if note.Method == "notifications/message" && fmt.Sprint(note.Params.AdditionalFields["data"]) == "progress tool ran" {
+					return true
+				}
+			}
+			return false
+		})
 		if !strings.Contains(events(dir), "progress-token kiln-") {
 			t.Errorf("the backend saw the client's token instead of kiln's: %s", events(dir))
 		}

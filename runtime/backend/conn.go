@@ -98,6 +98,12 @@ func Dial(ctx context.Context, cfg *config.Backend, opts Options) (*Conn, error)
 	}
 	c.instr = init.Instructions
 	c.caps = init.Capabilities
+	if c.caps.Logging != nil && c.protocol < statelessProtocol {
+		// Before 2026-07-28 a server logs only once a level is set; kiln
+		// forwards what a backend logs during a call to its caller.
+		//lint:ignore SA1019 deprecated only from 2026-07-28, which this branch excludes
+		_ = c.client.SetLevel(ctx, mcp.SetLevelRequest{Params: mcp.SetLevelParams{Level: mcp.LoggingLevelInfo}})
+	}
 	c.listen()
 	return c, nil
 }
@@ -134,7 +140,12 @@ func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, 
 	ctx, capture := withCapture(ctx, string(mcp.MethodToolsCall))
 	params := mcp.CallToolParams{Name: tool, Arguments: args}
 	if progressToken != nil {
+		// Someone listens: ask for progress, and on 2026-07-28, where the
+		// log level travels with each request, for the call's log messages.
 		params.Meta = &mcp.Meta{ProgressToken: progressToken}
+		if c.protocol >= statelessProtocol && c.caps.Logging != nil {
+			params.Meta.AdditionalFields = map[string]any{mcp.MetaKeyLogLevel: "info"}
+		}
 	}
 	res, err := c.client.CallTool(ctx, mcp.CallToolRequest{Params: params})
 	if err != nil {
