@@ -24,6 +24,10 @@ var (
 	errNoModel = errors.New("gateway.semantic.model is not set, but this kiln has tool vectors compiled in")
 )
 
+// compiledVectors is a variable because go:embed fixes the vectors at build
+// time and serve's test must freeze them with its own test model.
+var compiledVectors = kiln.SemanticVectors
+
 // fused adapts *semantic.Searcher, whose With returns its own type.
 type fused struct{ *semantic.Searcher }
 
@@ -38,7 +42,7 @@ func (f fused) With(extra []search.Doc, removed ...string) Searcher {
 // Without a model and without vectors it ranks lexically and says so in
 // the log. The close function releases the model; call it after serving.
 func openSearcher(cfg *config.Config, lex *search.Index, log *slog.Logger) (Searcher, func() error, error) {
-	vectors, ok := kiln.SemanticVectors()
+	vectors, ok := compiledVectors()
 	return openFused(cfg.Gateway.Semantic, lex, vectors, ok, log)
 }
 
