@@ -138,7 +138,7 @@ func New(cfg config.HTTP, opts Options) (*Guard, error) {
 	}
 	g.auth = g.tokenHash != nil || g.jwt != nil
 	if !g.auth && !g.loopback {
-		return nil, fmt.Errorf("httpauth: --http %s is not loopback: %w; set auth_token: ${KILN_HTTP_TOKEN} under gateway.http in kiln.yaml and export KILN_HTTP_TOKEN (or configure jwt_issuer and jwks_url), or bind 127.0.0.1", opts.Addr, ErrAuthRequired)
+		return nil, fmt.Errorf("the address is not loopback: %w; set auth_token: ${KILN_HTTP_TOKEN} under gateway.http in kiln.yaml and export KILN_HTTP_TOKEN (or configure jwt_issuer and jwks_url), or bind 127.0.0.1", ErrAuthRequired)
 	}
 	g.sessions = &sessions{
 		max:  cmp.Or(cfg.MaxSessions, DefaultMaxSessions),

@@ -671,7 +671,7 @@ func TestMetaToolPanicBecomesInternalError(t *testing.T) {
 	expectText(t, c, "search_tools", map[string]any{"task_description": "sum"}, true,
 		[]string{"search_tools failed with an internal error"}, []string{"nil pointer", "runtime error"})
 	log := logs.String()
-	for _, want := range []string{"meta-tool panicked", "tool=search_tools", "stack=", "handlers.go"} {
+	for _, want := range []string{"meta-tool panicked", "tool=search_tools", "stack=", "(*Server).searchTools"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}

@@ -59,6 +59,16 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitFail
 	}
 
+	// The HTTP front door is checked before any backend starts, so a
+	// refused configuration fails at once and spawns nothing.
+	var front *frontDoor
+	if *httpAddr != "" {
+		if front, err = openFrontDoor(*httpAddr, cfg, log); err != nil {
+			fmt.Fprintf(stderr, "kiln: %v\n", err)
+			return exitUsage
+		}
+	}
+
 	reg := registry.New()
 	if err := generated.RegisterAll(reg); err != nil {
 		fmt.Fprintf(stderr, "kiln: load compiled backends: %v\n", err)
@@ -165,7 +175,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return exitOK
 	}
-	return serveHTTP(ctx, *httpAddr, cfg, srv.Handler(), log, stderr)
+	return front.serve(ctx, srv.Handler(), stderr)
 }
 
 // loadServeConfig picks the config: an explicit path, $KILN_CONFIG,
@@ -189,24 +199,33 @@ func loadServeConfig(path string) (*config.Config, error) {
 	return config.LoadBytes(kiln.DefaultConfig, "embedded kiln.yaml", wd)
 }
 
-func serveHTTP(ctx context.Context, addr string, cfg *config.Config, h http.Handler, log *slog.Logger, stderr io.Writer) int {
+// frontDoor is the HTTP listener and its guard.
+type frontDoor struct {
+	ln    net.Listener
+	guard *httpauth.Guard
+}
+
+func openFrontDoor(addr string, cfg *config.Config, log *slog.Logger) (*frontDoor, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "kiln: --http %s: %v\n", addr, err)
-		return exitUsage
+		return nil, fmt.Errorf("--http %s: %w", addr, err)
 	}
 	guard, err := httpauth.New(cfg.Gateway.HTTP, httpauth.Options{Addr: ln.Addr().String(), Logger: log})
 	if err != nil {
 		ln.Close()
-		fmt.Fprintf(stderr, "kiln: %v\n", err)
-		return exitUsage
+		return nil, fmt.Errorf("--http %s: %w", addr, err)
 	}
-	h = guard.Wrap(h)
 	auth := "off (loopback only)"
 	if guard.AuthRequired() {
 		auth = "bearer token required"
 	}
 	log.Info("http front door", "auth", auth)
+	return &frontDoor{ln: ln, guard: guard}, nil
+}
+
+func (f *frontDoor) serve(ctx context.Context, h http.Handler, stderr io.Writer) int {
+	ln := f.ln
+	h = f.guard.Wrap(h)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	// Tests and scripts read this line to learn the port when ADDR ends in :0.
 	fmt.Fprintf(stderr, "kiln: serving MCP at http://%s/mcp (legacy SSE at /sse)\n", ln.Addr())
