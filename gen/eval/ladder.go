@@ -1,6 +1,10 @@
 package eval
 
-import "github.com/kilnmcp/kiln/runtime/search"
+import (
+	"fmt"
+
+	"github.com/kilnmcp/kiln/runtime/search"
+)
 
 // Step is one configuration of the ablation ladder.
 type Step struct {
@@ -51,6 +55,7 @@ func Ladder() []Step {
 	add("+ word pairs (0.3)", func(c *search.Config) { c.Bigram = 0.3 })
 	add("+ backend document (0.3)", func(c *search.Config) { c.BackendWeight = 0.3 })
 	add("+ name coverage (0.5)", func(c *search.Config) { c.NameCover = 0.5 })
+	add("+ query request words dropped", func(c *search.Config) { c.QueryStop = true })
 
 	alt := func(name string, change func(*search.Config)) {
 		c := search.DefaultConfig()
@@ -71,5 +76,10 @@ func Ladder() []Step {
 	alt("shipped, no backend document", func(c *search.Config) { c.BackendWeight = 0 })
 	alt("shipped, no name coverage", func(c *search.Config) { c.NameCover = 0 })
 	alt("shipped, per-field length norm (BM25F)", func(c *search.Config) { c.FieldNorm = true })
+	alt("shipped, query request words kept", func(c *search.Config) { c.QueryStop = false })
+	for _, fb := range []search.Feedback{{Docs: 5, Terms: 5, Weight: 0.2}, {Docs: 10, Terms: 5, Weight: 0.2}, {Docs: 5, Terms: 5, Weight: 0.4}} {
+		alt(fmt.Sprintf("shipped + feedback (%d tools, %d words, %.1f)", fb.Docs, fb.Terms, fb.Weight),
+			func(c *search.Config) { c.Feedback = fb })
+	}
 	return steps
 }

@@ -72,6 +72,26 @@ type Config struct {
 	// is the share of the words of its name that the query contains: a query
 	// that spells out a whole name ("convert ... to pdf") names that tool.
 	NameCover float64
+	// QueryStop drops, from queries only, the words of requests addressed
+	// to someone ("I want you to help me ...", "Can you please ..."):
+	// pronouns, contraction endings and request verbs (queryStopWords).
+	// Tool text keeps them, and a query made only of them keeps them.
+	QueryStop bool
+	// Feedback expands a query by pseudo-relevance feedback (RM3, Lavrenko
+	// and Croft 2001): the best-ranked tools' words, weighted by the tools'
+	// scores and by idf, are searched again at a fraction of the query's
+	// weight. Zero Docs disables it. It is off in DefaultConfig: it lifts
+	// LiveMCPBench but costs more than the rest of a query (see feedback).
+	Feedback Feedback
+}
+
+// Feedback configures pseudo-relevance feedback.
+type Feedback struct {
+	// Docs is how many top tools are read; Terms how many of their words
+	// join the query; Weight scales the added words against a query word
+	// (the best added word gets Weight, the others less).
+	Docs, Terms int
+	Weight      float64
 }
 
 // DefaultConfig is the configuration Build uses and kiln-gen emit ships.
@@ -91,6 +111,7 @@ func DefaultConfig() Config {
 		BackendWeight:   0.3,
 		Bigram:          0.3,
 		NameCover:       0.5,
+		QueryStop:       true,
 	}
 	c.Weights = [numFields]float64{
 		FieldName:        2,

@@ -8,12 +8,15 @@
 //     description (1), parameter names and descriptions (0.25 each), plus
 //     adjacent word pairs (0.3), the tool's backend scored as one document
 //     (0.3) and a bonus for queries that spell out a whole tool name.
+//     Optionally (Config.Feedback, off by default) the best tools' words
+//     then expand the query (pseudo-relevance feedback, RM3).
 //  2. Trigram similarity of each query word to tool names, for partial or
 //     run-together words ("websrch" → web_search).
 //  3. Levenshtein correction of unknown query words against the index's
 //     vocabulary ("serch" → search), then BM25.
 //
-// Text is lower-cased, Lucene's 33 English stop words are dropped,
+// Text is lower-cased, Lucene's 33 English stop words are dropped (and,
+// from queries only, the pronouns and request verbs of "can you help me"),
 // inflections are folded (Porter's steps 1 and 5) and CJK text becomes
 // overlapping character pairs. gen/eval measures every one of these choices
 // on LiveMCPBench and ToolBench; DefaultConfig documents the result. A

@@ -12,7 +12,7 @@ import (
 
 // FormatVersion is the frozen format this build reads and writes. Bump it
 // with any change to the layout or to what a stored weight means.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // The frozen form: magic, format version, CRC-32C of the payload, payload.
 // The payload holds the configuration, the corpus statistics and the base
@@ -137,6 +137,10 @@ func (w *writer) config(c *Config) {
 	w.f64(c.BackendWeight)
 	w.f64(c.Bigram)
 	w.f64(c.NameCover)
+	w.bool(c.QueryStop)
+	w.uv(uint64(c.Feedback.Docs))
+	w.uv(uint64(c.Feedback.Terms))
+	w.f64(c.Feedback.Weight)
 }
 
 func (w *writer) segment(s *segment) {
@@ -312,6 +316,21 @@ func (r *reader) u8() uint8 {
 	}
 	return 0
 }
+
+// small reads a count that configures ranking, such as Feedback.Docs.
+func (r *reader) small() int {
+	x := r.uv()
+	if x > maxSmall {
+		r.fail("setting %d exceeds %d", x, maxSmall)
+		return 0
+	}
+	return int(x)
+}
+
+// maxSmall bounds the counts in a Config: a few tools or words, never
+// thousands.
+const maxSmall = 1000
+
 func (r *reader) bool() bool { return r.u8() == 1 }
 
 func (r *reader) f64() float64 {
@@ -337,6 +356,9 @@ func (r *reader) config(c *Config) {
 	c.BackendWeight = r.f64()
 	c.Bigram = r.f64()
 	c.NameCover = r.f64()
+	c.QueryStop = r.bool()
+	c.Feedback.Docs, c.Feedback.Terms = r.small(), r.small()
+	c.Feedback.Weight = r.f64()
 	if c.Stem > StemLight || c.CJK > CJKBoth {
 		r.fail("unknown stemmer or CJK mode")
 	}

@@ -19,7 +19,13 @@ func TestLoadRoundTrip(t *testing.T) {
 	for name, cfg := range map[string]Config{
 		"default":   DefaultConfig(),
 		"fieldnorm": func() Config { c := DefaultConfig(); c.FieldNorm = true; c.Stem = StemPorter; return c }(),
-		"plain":     {K1: 1.2, B: 0.75, Weights: [numFields]float64{FieldName: 1, FieldDescription: 1}},
+		"stopoff-fb": func() Config {
+			c := DefaultConfig()
+			c.QueryStop = false
+			c.Feedback = Feedback{Docs: 3, Terms: 7, Weight: 0.5}
+			return c
+		}(),
+		"plain": {K1: 1.2, B: 0.75, Weights: [numFields]float64{FieldName: 1, FieldDescription: 1}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			built := BuildWith(append(tryCorpus(), odd), cfg)

@@ -144,7 +144,10 @@ type scratch struct {
 	terms    [][2]int32 // query terms as ranges of tbuf: words, then pairs
 	unigrams int        // terms[:unigrams] are single words
 	pairs    [][2]int32 // adjacent query words, as indexes into terms
-	score    []float64  // per global doc
+	fb       []cand     // feedback docs, best first
+	fbTerms  map[uint32]float64
+	fbList   []fbTerm
+	score    []float64 // per global doc
 	touched  []uint32
 	bscore   []float64 // per global backend
 	btouched []uint32
@@ -220,6 +223,7 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 	defer ix.putScratch(sc)
 	ix.queryTerms(sc, query)
 	ix.bm25(sc)
+	ix.feedback(sc)
 	if len(sc.touched) > 0 {
 		return ix.top(sc, TierBM25, limit, opts.Boost)
 	}
@@ -234,23 +238,15 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 // queryTerms tokenizes query into sc.terms, without duplicates, followed
 // by its adjacent pairs when the index has them.
 func (ix *Index) queryTerms(sc *scratch, query string) {
-	sc.tbuf, sc.terms, sc.pairs = sc.tbuf[:0], sc.terms[:0], sc.pairs[:0]
-	prev := -1
-	sc.tok.each(query, func(t []byte) {
-		if ix.cfg.Bigram != 0 {
-			if prev >= 0 {
-				sc.pairs = append(sc.pairs, [2]int32{int32(prev), int32(len(sc.terms))})
-			}
-		}
-		if i := sc.indexTerm(t); i >= 0 {
-			prev = i
-			return
-		}
-		prev = len(sc.terms)
-		start := len(sc.tbuf)
-		sc.tbuf = append(sc.tbuf, t...)
-		sc.terms = append(sc.terms, [2]int32{int32(start), int32(len(sc.tbuf))})
-	})
+	sc.tok.queryStop = ix.cfg.QueryStop
+	ix.queryWords(sc, query)
+	if len(sc.terms) == 0 && sc.tok.queryStop {
+		// "help me", "can you": words that only address someone are all
+		// the query has, so they are what it asks for.
+		sc.tok.queryStop = false
+		ix.queryWords(sc, query)
+	}
+	sc.tok.queryStop = false
 	sc.unigrams = len(sc.terms)
 	for _, p := range sc.pairs {
 		a, b := sc.term(int(p[0])), sc.term(int(p[1]))
@@ -262,6 +258,26 @@ func (ix *Index) queryTerms(sc *scratch, query string) {
 		}
 		sc.terms = append(sc.terms, [2]int32{int32(start), int32(len(sc.tbuf))})
 	}
+}
+
+// queryWords tokenizes query into sc.terms, distinct words only, and
+// records adjacent words in sc.pairs when the index has pairs.
+func (ix *Index) queryWords(sc *scratch, query string) {
+	sc.tbuf, sc.terms, sc.pairs = sc.tbuf[:0], sc.terms[:0], sc.pairs[:0]
+	prev := -1
+	sc.tok.each(query, func(t []byte) {
+		if ix.cfg.Bigram != 0 && prev >= 0 {
+			sc.pairs = append(sc.pairs, [2]int32{int32(prev), int32(len(sc.terms))})
+		}
+		if i := sc.indexTerm(t); i >= 0 {
+			prev = i
+			return
+		}
+		prev = len(sc.terms)
+		start := len(sc.tbuf)
+		sc.tbuf = append(sc.tbuf, t...)
+		sc.terms = append(sc.terms, [2]int32{int32(start), int32(len(sc.tbuf))})
+	})
 }
 
 func (sc *scratch) indexTerm(t []byte) int {

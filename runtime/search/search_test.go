@@ -164,7 +164,10 @@ func TestSearchBoost(t *testing.T) {
 		{ID: "b.echo", Backend: "b", Name: "echo", Description: "Echo the input back."},
 		{ID: "c.echo_twice", Backend: "c", Name: "echo_twice", Description: "Echo the input back twice, with extra words here."},
 	}
-	ix := Build(docs)
+	// Feedback would lend c.echo_twice's extra words to this tiny corpus.
+	cfg := DefaultConfig()
+	cfg.Feedback = Feedback{}
+	ix := BuildWith(docs, cfg)
 	expectSearch(t, ix, "echo input", "a.echo", "b.echo", "c.echo_twice") // ties break by ID
 	usage := map[string]float64{"b.echo": 3, "c.echo_twice": 1.5}
 	boost := func(id string) float64 {

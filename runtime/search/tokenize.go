@@ -13,6 +13,22 @@ var stopWords = map[string]struct{}{
 	"these": {}, "they": {}, "this": {}, "to": {}, "was": {}, "will": {}, "with": {},
 }
 
+// queryStopWords are dropped from queries when Config.QueryStop is set.
+// Task-style queries are requests addressed to someone ("I'm planning a
+// trip, can you help me find ..."): their pronouns, the endings the
+// tokenizer splits from contractions (I'm, Apple's, we'll) and request
+// verbs carry no tool's meaning, yet tool texts use them often enough to
+// score. Tools keep them, so the frozen postings do not change. On
+// gen/eval this lifts nDCG@5 by 0.016 on LiveMCPBench (9 queries better,
+// 3 worse) and 0.012 on ToolBench (104 better, 51 worse); NLTK's 179-word
+// English list in their place measures the same within 0.002.
+var queryStopWords = map[string]struct{}{
+	"i": {}, "me": {}, "my": {}, "we": {}, "us": {}, "our": {}, "you": {}, "your": {},
+	"m": {}, "s": {}, "t": {}, "d": {}, "ll": {}, "ve": {}, "re": {},
+	"please": {}, "help": {}, "want": {}, "would": {}, "like": {}, "could": {}, "can": {},
+	"should": {}, "also": {}, "some": {}, "any": {},
+}
+
 // tokenizer turns text into index terms. It reuses one buffer, so a
 // tokenizer belongs to one goroutine; the token handed to emit is valid only
 // during the call.
@@ -24,6 +40,8 @@ type tokenizer struct {
 	// token being emitted: try-also shows words, not stems.
 	keepSurface bool
 	surface     []byte
+	// queryStop also drops queryStopWords.
+	queryStop bool
 }
 
 // isCJK reports runes of scripts written without spaces between words. The
@@ -161,6 +179,11 @@ func (t *tokenizer) piece(p string, emit func([]byte)) {
 	t.buf = b
 	if _, stop := stopWords[string(b)]; stop {
 		return
+	}
+	if t.queryStop {
+		if _, stop := queryStopWords[string(b)]; stop {
+			return
+		}
 	}
 	if t.keepSurface {
 		// The stemmers rewrite b in place.
