@@ -28,7 +28,7 @@ func (r *recorder) CallTool(_ context.Context, backend, tool string, args json.R
 	return toolcall.Text(`{"echo":` + string(args) + `}`), nil
 }
 
-func newEngine(t *testing.T) (*Engine, *recorder) {
+func newEngine(t testing.TB) (*Engine, *recorder) {
 	t.Helper()
 	tools := []manifest.Tool{
 		{Name: "web_search", Description: "Searches the web.", InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}}}`)},
