@@ -165,14 +165,14 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	// block every other request, discovery included.
 	server.WithWorkerPoolSize(32)(std)
 	std.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
-	return std.Listen(ctx, in, out)
+	return std.Listen(ctx, in, &lineWriter{w: out, patch: withNotFoundURI})
 }
 
 // Handler serves streamable HTTP at /mcp and legacy SSE at /sse and
 // /message.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp")))
+	mux.Handle("/mcp", notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"))))
 	sse := server.NewSSEServer(s.mcp, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"))
 	mux.Handle("/sse", sse.SSEHandler())
 	mux.Handle("/message", sse.MessageHandler())
