@@ -159,6 +159,31 @@ type infoArgs struct {
 	Detail   string `json:"detail"`
 }
 
+// fullTool is everything kiln knows of a tool: tool_info's "full" detail
+// and the base of kiln://tool/{tool_name}.
+func (s *Server) fullTool(t *registry.Tool) map[string]any {
+	out := map[string]any{
+		"tool":         t.ID(),
+		"backend":      t.Backend,
+		"description":  t.Description,
+		"input_schema": t.InputSchema,
+		"example":      t.Example(s.ref),
+	}
+	if t.Title != "" {
+		out["title"] = t.Title
+	}
+	if len(t.OutputSchema) > 0 {
+		out["output_schema"] = t.OutputSchema
+	}
+	if len(t.Annotations) > 0 {
+		out["annotations"] = t.Annotations
+	}
+	if len(t.Execution) > 0 {
+		out["execution"] = t.Execution
+	}
+	return out
+}
+
 func (s *Server) toolInfo(_ context.Context, raw json.RawMessage) *toolcall.Result {
 	var a infoArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -169,26 +194,7 @@ func (s *Server) toolInfo(_ context.Context, raw json.RawMessage) *toolcall.Resu
 		return toolcall.Errorf("tool_info: %v", err)
 	}
 	if a.Detail == "full" {
-		out := map[string]any{
-			"tool":         t.ID(),
-			"backend":      t.Backend,
-			"description":  t.Description,
-			"input_schema": t.InputSchema,
-			"example":      t.Example(s.ref),
-		}
-		if t.Title != "" {
-			out["title"] = t.Title
-		}
-		if len(t.OutputSchema) > 0 {
-			out["output_schema"] = t.OutputSchema
-		}
-		if len(t.Annotations) > 0 {
-			out["annotations"] = t.Annotations
-		}
-		if len(t.Execution) > 0 {
-			out["execution"] = t.Execution
-		}
-		return jsonResult(out)
+		return jsonResult(s.fullTool(t))
 	}
 	return jsonResult(map[string]any{
 		"tool":        t.ID(),

@@ -41,27 +41,9 @@ func (s *Server) toolResource(_ context.Context, uri string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kiln://tool/%s: %w", name, err)
 	}
-	out := map[string]any{
-		"tool":         t.ID(),
-		"backend":      t.Backend,
-		"description":  t.Description,
-		"signature":    t.Signature(),
-		"parameters":   params(t),
-		"example":      t.Example(s.ref),
-		"input_schema": t.InputSchema,
-	}
-	if t.Title != "" {
-		out["title"] = t.Title
-	}
-	if len(t.OutputSchema) > 0 {
-		out["output_schema"] = t.OutputSchema
-	}
-	if len(t.Annotations) > 0 {
-		out["annotations"] = t.Annotations
-	}
-	if len(t.Execution) > 0 {
-		out["execution"] = t.Execution
-	}
+	out := s.fullTool(t)
+	out["signature"] = t.Signature()
+	out["parameters"] = params(t)
 	if v, err := s.findBackend(t.Backend); err == nil {
 		out["backend_state"] = v.State
 	}
