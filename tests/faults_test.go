@@ -527,10 +527,10 @@ func TestFaultHTTPBackend(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// Stateless: go-sdk v1.8.0's stateful HTTP server answers server/discover
-	// with 2026-07-28 and then refuses requests at that version, which the
-	// mcp-go client cannot recover from (an interop bug between the SDKs).
-	srv := exec.CommandContext(ctx, faultBin(t), "--http", "127.0.0.1:0", "--state-dir", dir, "--stateless")
+	// Stateful on purpose: go-sdk v1.8.0 then answers server/discover with
+	// 2026-07-28 but refuses requests at that version; kiln must notice and
+	// connect with the initialize handshake instead.
+	srv := exec.CommandContext(ctx, faultBin(t), "--http", "127.0.0.1:0", "--state-dir", dir)
 	stderr, _ := srv.StderrPipe()
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)

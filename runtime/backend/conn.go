@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -60,13 +61,34 @@ type Conn struct {
 // Dial starts or connects to the backend and completes the MCP handshake
 // (server/discover, falling back to initialize). ctx bounds only the
 // handshake; the connection lives until Close.
+//
+// Some HTTP servers (go-sdk v1.8.0 when stateful) answer server/discover
+// with 2026-07-28 and then refuse every request at that version. Dial
+// checks a modern HTTP session with one request and, on that refusal,
+// connects again with the initialize handshake.
 func Dial(ctx context.Context, cfg *config.Backend, opts Options) (*Conn, error) {
+	c, err := dialOnce(ctx, cfg, opts, false)
+	if err != nil || c.protocol < statelessProtocol || cfg.Transport == config.TransportStdio {
+		return c, err
+	}
+	if perr := c.Probe(ctx); perr == nil || !strings.Contains(perr.Error(), "unsupported protocol version") {
+		return c, nil
+	}
+	c.Close()
+	return dialOnce(ctx, cfg, opts, true)
+}
+
+func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy bool) (*Conn, error) {
 	c := &Conn{name: cfg.Name, transport: cfg.Transport, stderr: newRing(stderrRingBytes), done: make(chan struct{})}
 	t, err := newTransport(cfg, c.stderr, &c.proc)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
 	}
-	c.client = client.NewClient(t)
+	var copts []client.ClientOption
+	if legacy {
+		copts = append(copts, client.WithProtocolVersion(legacyProtocol))
+	}
+	c.client = client.NewClient(t, copts...)
 	if opts.OnNotification != nil {
 		c.client.OnNotification(func(n mcp.JSONRPCNotification) {
 			raw, _ := json.Marshal(n.Params)

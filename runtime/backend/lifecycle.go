@@ -107,6 +107,9 @@ func (c *Conn) listen() {
 	}()
 }
 
+// legacyProtocol is the newest version with the initialize handshake.
+const legacyProtocol = "2025-11-25"
+
 // statelessProtocol is the first MCP version without ping; a probe there
 // lists tools instead.
 const statelessProtocol = "2026-07-28"

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kilnmcp/kiln/runtime/config"
 )
@@ -57,6 +59,8 @@ func (t httpTransport) SendRequest(ctx context.Context, req transport.JSONRPCReq
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
 	if err == nil {
 		observe(ctx, req, resp)
+	} else if ctx.Err() != nil {
+		cancelRemote(ctx, t.StreamableHTTP, req)
 	}
 	return resp, err
 }
@@ -67,8 +71,33 @@ func (t sseTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequ
 	resp, err := t.SSE.SendRequest(ctx, req)
 	if err == nil {
 		observe(ctx, req, resp)
+	} else if ctx.Err() != nil {
+		cancelRemote(ctx, t.SSE, req)
 	}
 	return resp, err
+}
+
+// cancelRemote tells an HTTP backend that kiln gave up on req. The SDK
+// only aborts the HTTP request there, which before protocol 2026-07-28 does
+// not cancel anything: the spec says a disconnect is not a cancellation and
+// asks for notifications/cancelled, which servers such as go-sdk's act on.
+// Best effort, off the caller's path.
+func cancelRemote(ctx context.Context, t interface {
+	SendNotification(context.Context, mcp.JSONRPCNotification) error
+}, req transport.JSONRPCRequest) {
+	switch req.Method {
+	case string(mcp.MethodInitialize), string(mcp.MethodServerDiscover):
+		return // the handshake must not be canceled
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: string(mcp.MethodNotificationCancelled),
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": req.ID, "reason": ctx.Err().Error()}},
+	}}
+	go func() {
+		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = t.SendNotification(nctx, n)
+	}()
 }
 
 // newTransport builds the SDK transport for a backend. For stdio it returns
