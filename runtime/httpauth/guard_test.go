@@ -547,6 +547,13 @@ func TestSessionLimit(t *testing.T) {
 
 	expectStatus(t, on("DELETE", s1, ""), 200)
 	count(1)
+	// A terminated session answers 404 from then on (the SDK would still
+	// serve it), telling the client to initialize again.
+	w = on("POST", s1, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	expectStatus(t, w, 404)
+	if !strings.Contains(w.Body.String(), "initialize a new session") {
+		t.Errorf("404 body %q", w.Body.String())
+	}
 	expectStatus(t, initialize(client), 200)
 	count(2)
 

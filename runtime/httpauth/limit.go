@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -58,6 +59,10 @@ func (g *Guard) limitAndServe(w http.ResponseWriter, r *http.Request, h http.Han
 			return
 		}
 	}
+	if sid != "" && g.sessions.terminated(sid) {
+		jsonRPCError(w, http.StatusNotFound, -32001, "session "+strconv.Quote(sid)+" was terminated; initialize a new session")
+		return
+	}
 	if sid != "" {
 		g.sessions.begin(client, sid)
 		defer g.sessions.end(client, sid)
@@ -73,6 +78,9 @@ func (g *Guard) limitAndServe(w http.ResponseWriter, r *http.Request, h http.Han
 	rec.finish()
 	if sid != "" && (r.Method == http.MethodDelete || rec.status == http.StatusNotFound) {
 		g.sessions.remove(client, sid)
+	}
+	if sid != "" && r.Method == http.MethodDelete && rec.status < 300 {
+		g.sessions.terminate(sid)
 	}
 }
 

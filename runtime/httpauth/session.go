@@ -23,6 +23,39 @@ type sessions struct {
 	mu      sync.Mutex
 	clients map[string]map[string]*session
 	seq     uint64
+	// ended remembers sessions a client closed with DELETE, oldest first
+	// in order, so later requests naming them get 404 as the spec asks
+	// (the SDK's session manager does not validate ids). Bounded.
+	ended map[string]bool
+	order []string
+}
+
+// maxEnded bounds the terminated session ids remembered.
+const maxEnded = 4096
+
+// terminate records that a client closed session id.
+func (s *sessions) terminate(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		s.ended = map[string]bool{}
+	}
+	if s.ended[id] {
+		return
+	}
+	s.ended[id] = true
+	s.order = append(s.order, id)
+	if len(s.order) > maxEnded {
+		delete(s.ended, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+// terminated reports whether a client closed session id.
+func (s *sessions) terminated(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended[id]
 }
 
 type session struct {
