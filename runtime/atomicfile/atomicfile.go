@@ -11,7 +11,11 @@ import (
 // Write replaces path with data via a synced temporary file in the same
 // folder and a rename, creating the folder if needed. The file ends up
 // with mode 0644.
-func Write(path string, data []byte) error {
+func Write(path string, data []byte) error { return WriteMode(path, data, 0o644) }
+
+// WriteMode is Write with the file's mode, e.g. 0600 for files holding
+// credentials.
+func WriteMode(path string, data []byte, mode os.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -32,7 +36,7 @@ func Write(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), mode); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)

@@ -95,6 +95,16 @@ func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy boo
 			opts.OnNotification(n.Method, raw)
 		})
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
+	}
+	if cfg.Transport != config.TransportStdio {
+		// An HTTP server that accepts and never answers would hold Start
+		// past the handshake deadline (the SSE GET has none of its own):
+		// closing the transport when ctx ends unblocks it.
+		stop := context.AfterFunc(ctx, func() { _ = t.Close() })
+		defer stop()
+	}
 	// The transport keeps the start context for its lifetime, so it must
 	// not be the caller's (possibly short) handshake context.
 	if err := c.client.Start(context.WithoutCancel(ctx)); err != nil {

@@ -2,10 +2,13 @@ package backend
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kilnmcp/kiln/runtime/config"
 )
 
 func TestExitMidCallFailsFastAndClosesDone(t *testing.T) {
@@ -55,5 +58,40 @@ func TestCloseKillsProcessIgnoringSIGTERM(t *testing.T) {
 	case <-c.Done():
 	default:
 		t.Error("Done open after Close stopped the process")
+	}
+}
+
+func TestDialHonoursDeadlineOnSilentServer(t *testing.T) {
+	// A server that accepts connections and never answers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	for _, tr := range []string{config.TransportSSE, config.TransportHTTP} {
+		t.Run(tr, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() {
+				_, err := DialTimeout(t.Context(), &config.Backend{Name: "silent", Transport: tr, URL: "http://" + ln.Addr().String() + "/mcp", Enabled: true}, 300*time.Millisecond, Options{})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("dial of a silent server succeeded")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("dial ignored its 300ms deadline")
+			}
+		})
 	}
 }

@@ -74,7 +74,12 @@ type Catalog struct {
 	cfg     *config.Config
 	drift   map[string]Drift
 	dynamic map[string]registration
+	pending map[string]bool // registrations still connecting
 	view    atomic.Pointer[View]
+
+	// refreshing serializes refreshes per backend, so an older tool list
+	// fetched slowly never replaces a newer one.
+	refreshing sync.Map // backend name -> *sync.Mutex
 }
 
 // New builds the catalog over the registry's compiled backends.
@@ -84,7 +89,7 @@ func New(opts Options) *Catalog {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Catalog{opts: opts, log: log, cfg: opts.Config, compiled: map[string]*manifest.Manifest{},
-		drift: map[string]Drift{}, dynamic: map[string]registration{}}
+		drift: map[string]Drift{}, dynamic: map[string]registration{}, pending: map[string]bool{}}
 	for _, b := range opts.Registry.Backends() {
 		if b.Compiled {
 			c.compiled[b.Name()] = b.Manifest

@@ -135,6 +135,16 @@ func TestAdmissionPolicy(t *testing.T) {
 			}
 		})
 	}
+	// A registration still connecting counts against the cap and holds
+	// its name.
+	c.pending["y"] = true
+	if _, err := c.admitLocked("y", json.RawMessage(`{"transport":"http","url":"http://h/mcp"}`)); err == nil || !strings.Contains(err.Error(), "already registered") {
+		t.Errorf("a pending name: %v", err)
+	}
+	if _, err := c.admitLocked("z", json.RawMessage(`{"transport":"http","url":"http://h/mcp"}`)); err == nil || !strings.Contains(err.Error(), "max_backends") {
+		t.Errorf("over the cap while one connects: %v", err)
+	}
+	delete(c.pending, "y")
 	c.dynamic["y"] = registration{manifest: &manifest.Manifest{Backend: "y"}}
 	if _, err := c.admitLocked("z", json.RawMessage(`{"transport":"http","url":"http://h/mcp"}`)); err == nil || !strings.Contains(err.Error(), "max_backends") {
 		t.Errorf("over the cap: %v", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/manifest"
@@ -49,6 +50,9 @@ func (c *Catalog) Drifts() map[string]Drift {
 // recorded and logged; a dynamic backend's tools are replaced. Connects
 // and tools/list_changed notifications call it.
 func (c *Catalog) Refresh(ctx context.Context, name string) error {
+	mu, _ := c.refreshing.LoadOrStore(name, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	tools, err := c.opts.Backends.Tools(ctx, name)
 	if err != nil {
 		return fmt.Errorf("refresh %s: %w", name, err)

@@ -47,27 +47,35 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 	c.mu.Lock()
 	cfg := c.cfg
 	b, err := c.admitLocked(name, def)
+	if err == nil {
+		// Reserved until connected or refused, so concurrent registrations
+		// count against max_backends and cannot share a name.
+		c.pending[name] = true
+	}
 	c.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
+	release := func() {
+		c.mu.Lock()
+		delete(c.pending, name)
+		c.mu.Unlock()
+	}
 	if err := c.opts.Backends.AddBackend(b); err != nil {
+		release()
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
 	m, err := c.connect(ctx, name, cfg.Gateway.ConnectTimeout)
 	if err != nil {
 		c.opts.Backends.RemoveBackend(name)
+		release()
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, taken := c.dynamic[name]; taken {
-		// A concurrent registration of the same name won.
-		c.opts.Backends.RemoveBackend(name)
-		return nil, fmt.Errorf("%w: backend %q was registered meanwhile", ErrRefused, name)
-	}
+	delete(c.pending, name)
 	if err := c.opts.Registry.Add(m, false); err != nil {
-		c.opts.Backends.RemoveBackend(name)
+		go c.opts.Backends.RemoveBackend(name)
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
 	c.dynamic[name] = registration{def: def, cfg: b, manifest: m}
@@ -106,11 +114,11 @@ func (c *Catalog) admitLocked(name string, def json.RawMessage) (config.Backend,
 		return config.Backend{}, fmt.Errorf("%w: name is empty; give the backend a name such as \"weather\"", ErrRefused)
 	case c.compiled[name] != nil || c.declared(name):
 		return config.Backend{}, fmt.Errorf("%w: %q is a backend of kiln's own config; pick another name", ErrRefused, name)
-	case c.dynamic[name].manifest != nil:
+	case c.dynamic[name].manifest != nil || c.pending[name]:
 		return config.Backend{}, fmt.Errorf("%w: %q is already registered; deregister_manual it first to replace it", ErrRefused, name)
-	case len(c.dynamic) >= reg.MaxBackends:
+	case len(c.dynamic)+len(c.pending) >= reg.MaxBackends:
 		return config.Backend{}, fmt.Errorf("%w: %d backends are registered already, the most gateway.registration.max_backends allows; deregister_manual one first",
-			ErrRefused, len(c.dynamic))
+			ErrRefused, len(c.dynamic)+len(c.pending))
 	}
 	b, err := config.ParseBackend(name, def, c.cfg)
 	if err != nil {
@@ -161,10 +169,12 @@ func (c *Catalog) Deregister(name string) error {
 	}
 	delete(c.dynamic, name)
 	c.opts.Registry.Remove(name)
-	c.opts.Backends.RemoveBackend(name)
 	c.publishLocked()
 	c.persistLocked()
 	c.log.Info("backend deregistered", "backend", name)
+	// Stopping may take the process's whole grace period; the catalog
+	// must not wait for it.
+	go c.opts.Backends.RemoveBackend(name)
 	return nil
 }
 
@@ -186,7 +196,8 @@ func (c *Catalog) persistLocked() {
 	}
 	data, _ := json.MarshalIndent(out, "", "  ") // raw definitions were valid JSON
 	path := filepath.Join(c.cfg.Gateway.StateDir, registrationsFile)
-	if err := atomicfile.Write(path, append(data, '\n')); err != nil {
+	// Definitions may hold header tokens: readable by kiln's user only.
+	if err := atomicfile.WriteMode(path, append(data, '\n'), 0o600); err != nil {
 		c.log.Warn("could not persist runtime registrations", "path", path, "err", err)
 	}
 }

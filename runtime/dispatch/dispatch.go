@@ -63,6 +63,10 @@ type Dispatcher struct {
 	cancel context.CancelFunc
 	recent *recentLog
 	obs    observers
+	// closed is set by Close: no backend starts after it. stopping counts
+	// backends being stopped off the caller's path, which Close waits for.
+	closed   bool
+	stopping sync.WaitGroup
 	// firstRetry and maxRetry bound the restart backoff; tests shorten
 	// them.
 	firstRetry, maxRetry time.Duration
@@ -76,7 +80,7 @@ func New(reg *registry.Registry, cfg *config.Config, opts Options) *Dispatcher {
 		log = slog.New(slog.DiscardHandler)
 	}
 	d := &Dispatcher{reg: reg, cfg: cfg, opts: opts, log: log, valid: schema.New(), slots: map[string]*slot{},
-		recent: newRecentLog(recentCalls), obs: observers{byToken: map[string]*Observer{}},
+		recent:     newRecentLog(recentCalls),
 		firstRetry: firstRetry, maxRetry: maxRetry}
 	for i := range cfg.Backends {
 		b := cfg.Backends[i]
@@ -253,6 +257,7 @@ func (d *Dispatcher) Snapshot(ctx context.Context, name string) (*manifest.Manif
 // Close stops every backend and waits for them to exit.
 func (d *Dispatcher) Close() error {
 	d.mu.Lock()
+	d.closed = true
 	if d.cancel != nil {
 		d.cancel()
 	}
@@ -261,7 +266,9 @@ func (d *Dispatcher) Close() error {
 		slots = append(slots, s)
 	}
 	d.mu.Unlock()
-	return stopAll(slots)
+	err := stopAll(slots)
+	d.stopping.Wait()
+	return err
 }
 
 // stopAll stops slots concurrently: each stdio backend may take its whole

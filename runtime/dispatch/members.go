@@ -13,6 +13,9 @@ import (
 func (d *Dispatcher) AddBackend(b config.Backend) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("backend %q: kiln is shutting down", b.Name)
+	}
 	if _, ok := d.slots[b.Name]; ok {
 		return fmt.Errorf("backend %q already exists", b.Name)
 	}
@@ -35,15 +38,22 @@ func (d *Dispatcher) Ready(name string) <-chan struct{} {
 	return nil
 }
 
-// RemoveBackend stops a backend and forgets it; it reports whether there
-// was one.
+// RemoveBackend forgets a backend at once, so its name is free again, and
+// stops it in the background (a stdio process may take its whole grace
+// period); Close waits for that. It reports whether there was one.
 func (d *Dispatcher) RemoveBackend(name string) bool {
 	d.mu.Lock()
 	s, ok := d.slots[name]
 	delete(d.slots, name)
+	if ok {
+		d.stopping.Add(1)
+	}
 	d.mu.Unlock()
 	if ok {
-		s.stop()
+		go func() {
+			defer d.stopping.Done()
+			s.stop()
+		}()
 	}
 	return ok
 }
@@ -66,6 +76,8 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 		b, declared := next[name]
 		switch {
 		case s.dynamic:
+		case !declared && !s.cfg.Enabled:
+			// Dropped earlier and already stopped.
 		case !declared:
 			// Dropped from the config: stop it but keep a slot so calls
 			// get a clear "disabled" answer.
@@ -92,8 +104,10 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 		}
 	}
 	d.cfg = cfg
+	d.stopping.Add(1)
 	d.mu.Unlock()
 	stopAll(restart)
+	d.stopping.Done()
 	d.mu.Lock()
 	for _, name := range names {
 		if s := d.slots[name]; d.ctx != nil {

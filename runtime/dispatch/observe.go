@@ -31,7 +31,6 @@ func WithObserver(ctx context.Context, o *Observer) context.Context {
 type observers struct {
 	mu        sync.Mutex
 	next      int64
-	byToken   map[string]*Observer
 	byBackend map[string]map[string]*Observer // backend -> token -> observer
 }
 
@@ -46,7 +45,6 @@ func (o *observers) track(ctx context.Context, backend string) (token any, done 
 	defer o.mu.Unlock()
 	o.next++
 	tok := "kiln-" + strconv.FormatInt(o.next, 10)
-	o.byToken[tok] = obs
 	if o.byBackend == nil {
 		o.byBackend = map[string]map[string]*Observer{}
 	}
@@ -57,7 +55,6 @@ func (o *observers) track(ctx context.Context, backend string) (token any, done 
 	return tok, func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		delete(o.byToken, tok)
 		delete(o.byBackend[backend], tok)
 	}
 }
@@ -77,23 +74,28 @@ func (d *Dispatcher) notification(backend, method string, params json.RawMessage
 		}
 		tok, _ := p.Token.(string)
 		d.obs.mu.Lock()
-		obs := d.obs.byToken[tok]
+		// Looked up under the sending backend: one backend cannot feed
+		// progress into another's calls by guessing tokens.
+		obs := d.obs.byBackend[backend][tok]
 		d.obs.mu.Unlock()
 		if obs != nil && obs.Progress != nil {
 			obs.Progress(p.Progress, p.Total, p.Message)
 		}
 	case "notifications/message":
 		d.log.Info("backend log", "backend", backend, "params", string(params))
+		// A log message names no request, so it goes to a caller only
+		// when exactly one call on this backend is listening: with several
+		// (possibly other clients') it could belong to any of them.
 		d.obs.mu.Lock()
-		var targets []*Observer
-		for _, obs := range d.obs.byBackend[backend] {
-			if obs.Log != nil {
-				targets = append(targets, obs)
+		var target *Observer
+		if calls := d.obs.byBackend[backend]; len(calls) == 1 {
+			for _, obs := range calls {
+				target = obs
 			}
 		}
 		d.obs.mu.Unlock()
-		for _, obs := range targets {
-			obs.Log(params)
+		if target != nil && target.Log != nil {
+			target.Log(params)
 		}
 	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
 		kind := method[len("notifications/") : len(method)-len("/list_changed")]

@@ -63,7 +63,7 @@ func (d *Dispatcher) newSlot(b config.Backend, dynamic bool) *slot {
 
 // start launches the supervisor; called with d.mu held.
 func (s *slot) start(ctx context.Context) {
-	if s.state == StateDisabled || s.cancel != nil {
+	if s.state == StateDisabled || s.cancel != nil || s.d.closed {
 		return
 	}
 	ctx, s.cancel = context.WithCancel(ctx)

@@ -252,3 +252,28 @@ func TestReloadKeepsOrRestartsSessions(t *testing.T) {
 		t.Error("env change kept the old process")
 	}
 }
+
+func TestNothingStartsAfterClose(t *testing.T) {
+	d := supervised(t, "serve", nil)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	err := d.AddBackend(config.Backend{Name: "late", Transport: config.TransportStdio, Command: exe, Enabled: true, MaxConcurrent: 1,
+		Env: map[string]string{"KILN_TEST_SUPERVISED": "serve"}})
+	if err == nil || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("AddBackend after Close: %v", err)
+	}
+}
+
+func TestRemovedNameIsFreeAtOnce(t *testing.T) {
+	d := supervised(t, "serve", nil)
+	if !d.RemoveBackend("sup") {
+		t.Fatal("sup not removed")
+	}
+	exe, _ := os.Executable()
+	if err := d.AddBackend(config.Backend{Name: "sup", Transport: config.TransportStdio, Command: exe, Enabled: true, MaxConcurrent: 1,
+		Env: map[string]string{"KILN_TEST_SUPERVISED": "serve"}}); err != nil {
+		t.Fatalf("re-adding a removed name: %v", err)
+	}
+}
