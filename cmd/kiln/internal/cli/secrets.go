@@ -16,6 +16,11 @@ import (
 // Referenced values that are plainly not secrets (numbers, paths) stay:
 // redacting them would shred normal text.
 func newScrubber(cfg *config.Config) *scrub.Scrubber {
+	return scrub.New(scrub.Options{Values: secretValues(cfg)})
+}
+
+// secretValues lists the values newScrubber redacts, for cfg.
+func secretValues(cfg *config.Config) []scrub.Value {
 	var values []scrub.Value
 	add := func(name, v string) {
 		if v != "" {
@@ -42,7 +47,23 @@ func newScrubber(cfg *config.Config) *scrub.Scrubber {
 		}
 	}
 	add("gateway.http.auth_token", cfg.Gateway.HTTP.AuthToken)
-	return scrub.New(scrub.Options{Values: values})
+	return values
+}
+
+// newSecrets reports whether next holds secret values cur does not; the
+// scrubber is built at start-up, so those are redacted only after a
+// restart, which the reload log says.
+func newSecrets(cur, next *config.Config) bool {
+	known := map[string]bool{}
+	for _, v := range secretValues(cur) {
+		known[v.Value] = true
+	}
+	for _, v := range secretValues(next) {
+		if !known[v.Value] && len(v.Value) >= scrub.MinValueLen {
+			return true
+		}
+	}
+	return false
 }
 
 // plain reports values that cannot be secrets: numbers and paths.
