@@ -60,15 +60,20 @@ func TestSecretsNeverLeaveKiln(t *testing.T) {
 		t.Setenv(name, v)
 		refs = append(refs, fmt.Sprintf("      %s: \"${%s}\"", name, name))
 	}
-	k := startFaultKilnWith(t, fmt.Sprintf(`version: 1
+	cfg := func(extra string) string {
+		return fmt.Sprintf(`version: 1
 gateway:
   state_dir: %s
+  registration:
+    allow_commands: [%s]
 backends:
   memory:
     command: %s
     env:
-%s
-`, t.TempDir(), faultBin(t), strings.Join(refs, "\n")))
+%s%s
+`, t.TempDir(), faultBin(t), faultBin(t), strings.Join(refs, "\n"), extra)
+	}
+	k := startFaultKilnWith(t, cfg(""))
 	eventually(t, "the backend serves its live tools", func() bool {
 		r := k.chain(t.Context(), `await memory.echo({text: "up"})`)
 		return !r.IsError
@@ -103,6 +108,27 @@ backends:
 			}
 		}
 	}
+
+	// Secrets that arrive later are learned: a registration's env value,
+	// and a value a config edit adds.
+	const regSecret, reloadSecret = "regsecret-5150-value", "reloadsecret-8080-value"
+	if _, r := k.register("reg", map[string]string{"REG_API_TOKEN": regSecret}, nil); r.IsError {
+		t.Fatal(r.Text())
+	}
+	if out := k.chain(t.Context(), `await memory.echo({text: "`+regSecret+`"})`).Text(); strings.Contains(out, regSecret) {
+		t.Errorf("a registered backend's secret leaked: %s", out)
+	}
+	if err := os.WriteFile(k.config, []byte(cfg("\n      NEW_API_TOKEN: "+reloadSecret)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the edit is applied", func() bool { return k.logged("config reloaded") })
+	eventually(t, "memory serves again after its restart", func() bool {
+		return !k.chain(t.Context(), `await memory.echo({text: "up"})`).IsError
+	})
+	if out := k.chain(t.Context(), `await memory.echo({text: "`+reloadSecret+`"})`).Text(); strings.Contains(out, reloadSecret) {
+		t.Errorf("a secret added by a config edit leaked: %s", out)
+	}
+
 	if res := k.resource("kiln://recent"); strings.Contains(res, env["NOTION_TOKEN"]) {
 		t.Error("a planted value reached kiln://recent")
 	}

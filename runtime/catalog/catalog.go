@@ -61,7 +61,10 @@ type Options struct {
 	Config   *config.Config
 	// Search is the frozen index compiled into kiln.
 	Search Searcher
-	Logger *slog.Logger
+	// OnAdmit, when set, sees each backend admitted for registration
+	// before it starts, so its secrets can be redacted from then on.
+	OnAdmit func(config.Backend)
+	Logger  *slog.Logger
 }
 
 // Catalog is safe for concurrent use.

@@ -61,6 +61,9 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 		delete(c.pending, name)
 		c.mu.Unlock()
 	}
+	if c.opts.OnAdmit != nil {
+		c.opts.OnAdmit(b)
+	}
 	if err := c.opts.Backends.AddBackend(b); err != nil {
 		release()
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)

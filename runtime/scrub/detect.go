@@ -212,6 +212,7 @@ func (sc *Scrubber) scan(s string, dst []span) (spans []span, pemOpen bool) {
 		}
 		i = next
 	}
+	spans = sc.findLearned(s, spans)
 	return merge(spans), pemOpen
 }
 

@@ -3,6 +3,7 @@ package scrub
 import (
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -54,6 +55,87 @@ type Scrubber struct {
 
 	totals      [numKinds]atomic.Int64
 	valueTotals []atomic.Int64
+
+	// learned holds the values Learn added after New; learnMu serializes
+	// Learn.
+	learned atomic.Pointer[learnedSet]
+	learnMu sync.Mutex
+}
+
+// learnedSet is append-only: a later set extends an earlier one, so the
+// kind a scan gave a span names the same value in whatever set apply sees.
+type learnedSet struct {
+	values  []Value
+	markers []string
+	totals  []*atomic.Int64
+}
+
+// Learn adds secret values to redact from now on: those a config reload or
+// a backend registered at run time brings. It is safe while the scrubber is
+// in use. Values shorter than MinValueLen or already known are ignored.
+func (sc *Scrubber) Learn(values ...Value) {
+	if sc == nil {
+		return
+	}
+	sc.learnMu.Lock()
+	defer sc.learnMu.Unlock()
+	next := &learnedSet{}
+	if old := sc.learned.Load(); old != nil {
+		next.values, next.markers, next.totals = slices.Clone(old.values), slices.Clone(old.markers), slices.Clone(old.totals)
+	}
+	known := map[string]bool{}
+	for _, v := range sc.values {
+		known[v.Value] = true
+	}
+	for _, v := range next.values {
+		known[v.Value] = true
+	}
+	added := false
+	for _, v := range values {
+		if len(v.Value) < MinValueLen || known[v.Value] {
+			continue
+		}
+		known[v.Value] = true
+		next.values = append(next.values, v)
+		next.markers = append(next.markers, "[REDACTED:env:"+v.Name+"]")
+		next.totals = append(next.totals, new(atomic.Int64))
+		added = true
+	}
+	if added {
+		sc.learned.Store(next)
+	}
+}
+
+// findLearned appends a span for every occurrence of a learned value.
+// Learned values are few, so a plain search per value is enough.
+func (sc *Scrubber) findLearned(s string, spans []span) []span {
+	l := sc.learned.Load()
+	if l == nil {
+		return spans
+	}
+	base := numKinds + kind(len(sc.values))
+	for j, v := range l.values {
+		for off := 0; ; {
+			i := strings.Index(s[off:], v.Value)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, span{off + i, off + i + len(v.Value), base + kind(j)})
+			off += i + len(v.Value)
+		}
+	}
+	return spans
+}
+
+// marker returns the replacement text of k.
+func (sc *Scrubber) marker(k kind) string {
+	switch {
+	case k < numKinds:
+		return kindMarkers[k]
+	case int(k-numKinds) < len(sc.values):
+		return sc.valueMarkers[k-numKinds]
+	}
+	return sc.learned.Load().markers[int(k-numKinds)-len(sc.values)]
 }
 
 // kindMarkers are the markers of the shape kinds, built once.
@@ -66,18 +148,24 @@ var kindMarkers = func() (m [numKinds]string) {
 
 // name returns the type name of k.
 func (sc *Scrubber) name(k kind) string {
-	if k < numKinds {
+	switch {
+	case k < numKinds:
 		return kindNames[k]
+	case int(k-numKinds) < len(sc.values):
+		return sc.valueNames[k-numKinds]
 	}
-	return sc.valueNames[k-numKinds]
+	return "env:" + sc.learned.Load().values[int(k-numKinds)-len(sc.values)].Name
 }
 
 // total returns the counter of k.
 func (sc *Scrubber) total(k kind) *atomic.Int64 {
-	if k < numKinds {
+	switch {
+	case k < numKinds:
 		return &sc.totals[k]
+	case int(k-numKinds) < len(sc.values):
+		return &sc.valueTotals[k-numKinds]
 	}
-	return &sc.valueTotals[k-numKinds]
+	return sc.learned.Load().totals[int(k-numKinds)-len(sc.values)]
 }
 
 // New compiles opts into a Scrubber.
@@ -139,7 +227,11 @@ func (sc *Scrubber) Totals() Stats {
 		return nil
 	}
 	var st Stats
-	for k := range kind(int(numKinds) + len(sc.values)) {
+	n := int(numKinds) + len(sc.values)
+	if l := sc.learned.Load(); l != nil {
+		n += len(l.values)
+	}
+	for k := range kind(n) {
 		if n := sc.total(k).Load(); n > 0 {
 			if st == nil {
 				st = Stats{}
@@ -179,11 +271,7 @@ func (sc *Scrubber) apply(s string, spans []span) string {
 	prev := 0
 	for _, sp := range spans {
 		b.WriteString(s[prev:sp.start])
-		if sp.k < numKinds {
-			b.WriteString(kindMarkers[sp.k])
-		} else {
-			b.WriteString(sc.valueMarkers[sp.k-numKinds])
-		}
+		b.WriteString(sc.marker(sp.k))
 		prev = sp.end
 	}
 	b.WriteString(s[prev:])

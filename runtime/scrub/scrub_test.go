@@ -207,3 +207,26 @@ func TestSecretName(t *testing.T) {
 		}
 	}
 }
+
+func TestLearn(t *testing.T) {
+	sc := New(Options{Values: []Value{{Name: "OLD_TOKEN", Value: "old-secret-value-1"}}})
+	const fresh = "zq9-fresh-secret-42"
+	in := "a=old-secret-value-1 b=" + fresh + " c=" + fresh
+	if got := sc.String(in); strings.Contains(got, "old-secret-value-1") || !strings.Contains(got, fresh) {
+		t.Fatalf("before Learn: %q", got)
+	}
+	sc.Learn(Value{Name: "NEW_TOKEN", Value: fresh}, Value{Name: "SHORT", Value: "tiny"})
+	got := sc.String(in)
+	if want := "a=[REDACTED:env:OLD_TOKEN] b=[REDACTED:env:NEW_TOKEN] c=[REDACTED:env:NEW_TOKEN]"; got != want {
+		t.Errorf("after Learn:\n got %q\nwant %q", got, want)
+	}
+	if n := sc.Totals()["env:NEW_TOKEN"]; n != 2 {
+		t.Errorf("learned value counted %d times, want 2", n)
+	}
+	raw := sc.JSON([]byte(`{"k":"` + fresh + `"}`))
+	if strings.Contains(string(raw), fresh) {
+		t.Errorf("JSON after Learn: %s", raw)
+	}
+	var nilSC *Scrubber
+	nilSC.Learn(Value{Name: "X", Value: fresh}) // no panic
+}

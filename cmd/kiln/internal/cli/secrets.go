@@ -22,48 +22,42 @@ func newScrubber(cfg *config.Config) *scrub.Scrubber {
 // secretValues lists the values newScrubber redacts, for cfg.
 func secretValues(cfg *config.Config) []scrub.Value {
 	var values []scrub.Value
+	for _, b := range cfg.Backends {
+		values = append(values, backendSecrets(b)...)
+	}
+	if t := cfg.Gateway.HTTP.AuthToken; t != "" {
+		values = append(values, scrub.Value{Name: "gateway.http.auth_token", Value: t})
+	}
+	return values
+}
+
+// backendSecrets lists one backend's secret values (see newScrubber); a
+// backend registered at run time goes through it too.
+func backendSecrets(b config.Backend) []scrub.Value {
+	var values []scrub.Value
 	add := func(name, v string) {
 		if v != "" {
 			values = append(values, scrub.Value{Name: name, Value: v})
 		}
 	}
-	for _, b := range cfg.Backends {
-		for _, ref := range b.Vars {
-			if v, _ := os.LookupEnv(ref.Name); scrub.SecretName(ref.Name) || !plain(v) {
-				add(ref.Name, v)
-			}
+	for _, ref := range b.Vars {
+		if v, _ := os.LookupEnv(ref.Name); scrub.SecretName(ref.Name) || !plain(v) {
+			add(ref.Name, v)
 		}
-		for k, v := range b.Env {
-			if scrub.SecretName(k) {
-				add(k, v)
-			}
-		}
-		for k, v := range b.Headers {
-			// "Bearer abc…": the token is the secret, whatever the scheme.
-			if _, tok, ok := strings.Cut(v, " "); ok {
-				add(k, tok)
-			}
+	}
+	for k, v := range b.Env {
+		if scrub.SecretName(k) {
 			add(k, v)
 		}
 	}
-	add("gateway.http.auth_token", cfg.Gateway.HTTP.AuthToken)
-	return values
-}
-
-// newSecrets reports whether next holds secret values cur does not; the
-// scrubber is built at start-up, so those are redacted only after a
-// restart, which the reload log says.
-func newSecrets(cur, next *config.Config) bool {
-	known := map[string]bool{}
-	for _, v := range secretValues(cur) {
-		known[v.Value] = true
-	}
-	for _, v := range secretValues(next) {
-		if !known[v.Value] && len(v.Value) >= scrub.MinValueLen {
-			return true
+	for k, v := range b.Headers {
+		// "Bearer abc…": the token is the secret, whatever the scheme.
+		if _, tok, ok := strings.Cut(v, " "); ok {
+			add(k, tok)
 		}
+		add(k, v)
 	}
-	return false
+	return values
 }
 
 // plain reports values that cannot be secrets: numbers and paths.

@@ -116,17 +116,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				refresh(name)
 			}
 		}})
-	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log})
+	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log,
+		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) }})
 	disp.Start(ctx)
 	defer disp.Close()
 	go cat.Restore(ctx)
 	if cfg.FromFile {
-		cur := cfg
 		go watchConfig(ctx, cfg, time.Second, log, func(next *config.Config) {
-			if newSecrets(cur, next) {
-				log.Warn("the edited config holds new secret values; kiln redacts them from its output only after a restart")
-			}
-			cur = next
+			scrubber.Learn(secretValues(next)...)
 			restarted := disp.Reload(next)
 			cat.SetConfig(next)
 			log.Info("config reloaded", "config", next.Path, "restarted", strings.Join(restarted, ","))
