@@ -89,7 +89,7 @@ func notFoundHTTP(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		pw := &patchWriter{ResponseWriter: w}
+		pw := &patchWriter{ResponseWriter: w, listenID: listenRequestID(r)}
 		h.ServeHTTP(pw, r)
 		pw.finish()
 	})
@@ -97,10 +97,14 @@ func notFoundHTTP(h http.Handler) http.Handler {
 
 type patchWriter struct {
 	http.ResponseWriter
-	mode   int // 0 undecided, 1 pass through, 2 buffer JSON, 3 SSE lines
-	status int
-	body   bytes.Buffer
-	lines  *lineWriter
+	// listenID is the id of a subscriptions/listen request, else nil;
+	// acked records that its stream carried a notification.
+	listenID json.RawMessage
+	acked    bool
+	mode     int // 0 undecided, 1 pass through, 2 buffer JSON, 3 SSE lines
+	status   int
+	body     bytes.Buffer
+	lines    *lineWriter
 }
 
 func (p *patchWriter) decide() {
@@ -116,10 +120,16 @@ func (p *patchWriter) decide() {
 		p.mode = 3
 		p.Header().Del("Content-Length")
 		p.lines = &lineWriter{w: p.ResponseWriter, patch: func(line []byte) []byte {
-			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
-				return append([]byte("data: "), withNotFoundURI(data)...)
+			data, ok := bytes.CutPrefix(line, []byte("data: "))
+			if !ok {
+				return line
 			}
-			return line
+			out := append([]byte("data: "), withNotFoundURI(data)...)
+			if ack := p.missingAck(data); ack != nil {
+				// Emit the acknowledgement as its own event first.
+				out = append(append(append([]byte("data: "), ack...), "\n\nevent: message\n"...), out...)
+			}
+			return out
 		}}
 	default:
 		p.mode = 1
@@ -168,4 +178,72 @@ func (p *patchWriter) finish() {
 			p.ResponseWriter.Write(p.lines.buf)
 		}
 	}
+}
+
+// mcp-go v1.2.1 queues a subscriptions/listen acknowledgement as a
+// notification and, when nothing can be subscribed (kiln declares no
+// list_changed capability), races it against the immediate result on the
+// same stream: sometimes the result wins and the acknowledgement is lost,
+// though SEP-2575 makes it the stream's first message. missingAck returns
+// the acknowledgement to send before data when data is the listen result
+// and no notification came first.
+func (p *patchWriter) missingAck(data []byte) []byte {
+	if p.listenID == nil || p.acked {
+		return nil
+	}
+	var m struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return nil
+	}
+	p.acked = true
+	if m.Method != "" || !bytes.Equal(bytes.TrimSpace(m.ID), bytes.TrimSpace(p.listenID)) {
+		return nil
+	}
+	ack, err := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"method":  "notifications/subscriptions/acknowledged",
+		"params": map[string]any{
+			"_meta":         map[string]json.RawMessage{"io.modelcontextprotocol/subscriptionId": p.listenID},
+			"notifications": map[string]any{},
+		},
+	})
+	if err != nil {
+		return nil
+	}
+	return ack
+}
+
+// listenRequestID returns the id of a subscriptions/listen request, or nil
+// for any other request; the body is put back for the handler.
+func listenRequestID(r *http.Request) json.RawMessage {
+	if r.Body == nil || r.Body == http.NoBody || r.Header.Get("Mcp-Method") != "" && r.Header.Get("Mcp-Method") != "subscriptions/listen" {
+		return nil
+	}
+	buf, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), errReader{err}))
+	if err != nil {
+		return nil
+	}
+	var m struct {
+		Method string          `json:"method"`
+		ID     json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(buf, &m) != nil || m.Method != "subscriptions/listen" || len(m.ID) == 0 {
+		return nil
+	}
+	return m.ID
+}
+
+// errReader replays a read error after the bytes read before it, so a body
+// over the size limit still fails for the handler.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return 0, io.EOF
 }

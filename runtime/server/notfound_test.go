@@ -69,3 +69,36 @@ func TestNotFoundHTTP(t *testing.T) {
 		})
 	}
 }
+
+func TestListenAckComesFirst(t *testing.T) {
+	const ack = `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"notifications":{}}}`
+	result := `{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete"}}`
+	for _, tc := range []struct {
+		name   string
+		frames []string
+		want   []string // data payloads in order
+	}{
+		{"result raced ahead of the ack", []string{result}, []string{ack, result}},
+		{"ack already first", []string{ack, result}, []string{ack, result}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := notFoundHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				for _, f := range tc.frames {
+					w.Write([]byte("event: message\ndata: " + f + "\n\n"))
+				}
+			}))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{}}`)))
+			var got []string
+			for _, line := range strings.Split(rec.Body.String(), "\n") {
+				if d, ok := strings.CutPrefix(line, "data: "); ok {
+					got = append(got, d)
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("frames:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
