@@ -531,6 +531,8 @@ func TestFaultHTTPBackend(t *testing.T) {
 	// 2026-07-28 but refuses requests at that version; kiln must notice and
 	// connect with the initialize handshake instead.
 	srv := exec.CommandContext(ctx, faultBin(t), "--http", "127.0.0.1:0", "--state-dir", dir)
+	// Dies with the test binary even when a timeout panic skips cleanup.
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, _ := srv.StderrPipe()
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
