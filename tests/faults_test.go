@@ -210,6 +210,8 @@ func TestFaults(t *testing.T) {
   slowpoke:
     command: `+faultBin(t)+`
     env: {FAULT_START_DELAY: 1h}
+  uncompiled:
+    command: `+faultBin(t)+`
 `)
 	dir, r := k.register("f1", nil, nil)
 	if r.IsError || !strings.Contains(r.Text(), `"registered": "f1"`) || !strings.Contains(r.Text(), "f1.hang") {
@@ -227,6 +229,16 @@ func TestFaults(t *testing.T) {
 			if r.IsError || !strings.Contains(r.Text(), "tier") {
 				t.Errorf("%s: %s", code, r.Text())
 			}
+		}
+	})
+
+	t.Run("a configured backend that is not compiled in is served live", func(t *testing.T) {
+		eventually(t, "uncompiled.echo answers", func() bool {
+			r := k.chain(t.Context(), `await uncompiled.echo({text: "live tools"})`)
+			return !r.IsError && strings.Contains(r.Text(), "live tools")
+		})
+		if r := k.call(t.Context(), "search_tools", map[string]any{"task_description": "hang until canceled", "limit": 20}, nil); !strings.Contains(r.Text(), "uncompiled.hang") {
+			t.Errorf("search does not find the live tools: %s", r.Text())
 		}
 	})
 

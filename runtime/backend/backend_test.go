@@ -97,7 +97,7 @@ func TestCallToolPassesResultsThrough(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.tool, func(t *testing.T) {
-			r, err := c.CallTool(t.Context(), tc.tool, json.RawMessage(tc.args), nil)
+			r, err := c.CallTool(t.Context(), tc.tool, json.RawMessage(tc.args), CallOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestDialFailureShowsStderr(t *testing.T) {
 
 func TestCloseStopsProcessGroup(t *testing.T) {
 	c := dial(t, stdioConfig(t, "serve"))
-	r, err := c.CallTool(t.Context(), "spawn", nil, nil)
+	r, err := c.CallTool(t.Context(), "spawn", nil, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestHTTPTransports(t *testing.T) {
 			if len(m.Tools) != 7 {
 				t.Errorf("%d tools, want 7", len(m.Tools))
 			}
-			r, err := c.CallTool(t.Context(), "fail", nil, nil)
+			r, err := c.CallTool(t.Context(), "fail", nil, CallOptions{})
 			if err != nil || !r.IsError {
 				t.Errorf("fail: err=%v result=%+v", err, r)
 			}

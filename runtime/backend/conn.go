@@ -153,31 +153,48 @@ func (c *Conn) StderrTail(n int) string { return c.stderr.tail(n) }
 // wrap adds the backend name and, when there is any, its stderr tail: the
 // line that explains a failure is usually there.
 func (c *Conn) wrap(op string, err error) error {
-	if tail := c.stderr.tail(5); tail != "" {
-		return fmt.Errorf("backend %q: %s: %w\n  last stderr lines:\n    %s", c.name, op, err, indent(tail))
+	return c.WithStderr(fmt.Errorf("backend %q: %s: %w", c.name, op, err), 5)
+}
+
+// WithStderr appends the last n lines the backend wrote to stderr to err,
+// where the reason a process died usually is.
+func (c *Conn) WithStderr(err error, n int) error {
+	if tail := c.stderr.tail(n); tail != "" {
+		return fmt.Errorf("%w\n  last stderr lines:\n    %s", err, indent(tail))
 	}
-	return fmt.Errorf("backend %q: %s: %w", c.name, op, err)
+	return err
+}
+
+// CallOptions say who listens to a call's notifications.
+type CallOptions struct {
+	// ProgressToken, when set, asks the backend for progress
+	// notifications, which arrive through Options.OnNotification.
+	ProgressToken any
+	// Logs asks for the call's log messages where the protocol ties the
+	// log level to the request (2026-07-28); earlier sessions get a level
+	// once, at connect.
+	Logs bool
 }
 
 // CallTool calls one tool and returns the backend's result as sent. A
 // returned error means the call itself failed (transport, protocol,
-// deadline); a tool-level failure is a Result with IsError set. A
-// non-nil progressToken asks the backend for progress notifications, which
-// arrive through Options.OnNotification. When ctx ends first the SDK tells
-// the backend: notifications/cancelled on stdio, an aborted request on HTTP.
-func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, progressToken any) (*toolcall.Result, error) {
+// deadline); a tool-level failure is a Result with IsError set. When ctx
+// ends first the backend is told: notifications/cancelled, and on HTTP the
+// request is aborted too.
+func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, opts CallOptions) (*toolcall.Result, error) {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
 	ctx, capture := withCapture(ctx, string(mcp.MethodToolsCall))
 	params := mcp.CallToolParams{Name: tool, Arguments: args}
-	if progressToken != nil {
-		// Someone listens: ask for progress, and on 2026-07-28, where the
-		// log level travels with each request, for the call's log messages.
-		params.Meta = &mcp.Meta{ProgressToken: progressToken}
-		if c.protocol >= statelessProtocol && c.caps.Logging != nil {
-			params.Meta.AdditionalFields = map[string]any{mcp.MetaKeyLogLevel: "info"}
+	if opts.ProgressToken != nil {
+		params.Meta = &mcp.Meta{ProgressToken: opts.ProgressToken}
+	}
+	if opts.Logs && c.protocol >= statelessProtocol && c.caps.Logging != nil {
+		if params.Meta == nil {
+			params.Meta = &mcp.Meta{}
 		}
+		params.Meta.AdditionalFields = map[string]any{mcp.MetaKeyLogLevel: "info"}
 	}
 	res, err := c.client.CallTool(ctx, mcp.CallToolRequest{Params: params})
 	if err != nil {

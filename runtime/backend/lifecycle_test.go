@@ -13,7 +13,7 @@ import (
 
 func TestExitMidCallFailsFastAndClosesDone(t *testing.T) {
 	c := dial(t, stdioConfig(t, "serve"))
-	_, err := c.CallTool(t.Context(), "die", nil, nil)
+	_, err := c.CallTool(t.Context(), "die", nil, CallOptions{})
 	if !errors.Is(err, ErrGone) {
 		t.Fatalf("call to a dying backend: err = %v, want ErrGone", err)
 	}

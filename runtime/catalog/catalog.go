@@ -2,9 +2,8 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -76,8 +75,8 @@ type Catalog struct {
 	mu      sync.Mutex // serializes changes; readers use view
 	cfg     *config.Config
 	drift   map[string]Drift
-	dynamic map[string]registration
-	pending map[string]bool // registrations still connecting
+	dynamic map[string]json.RawMessage // definitions registered at run time, by name
+	pending map[string]bool            // registrations still connecting
 	view    atomic.Pointer[View]
 
 	// refreshing serializes refreshes per backend, so an older tool list
@@ -92,10 +91,18 @@ func New(opts Options) *Catalog {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Catalog{opts: opts, log: log, cfg: opts.Config, compiled: map[string]*manifest.Manifest{},
-		drift: map[string]Drift{}, dynamic: map[string]registration{}, pending: map[string]bool{}}
+		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}}
 	for _, b := range opts.Registry.Backends() {
 		if b.Compiled {
 			c.compiled[b.Name()] = b.Manifest
+		}
+	}
+	// A backend declared in the config but not compiled in is compared with
+	// an empty manifest: once it connects, all its tools are drift and are
+	// served live until `make generate` freezes them.
+	for _, b := range opts.Config.Backends {
+		if _, ok := c.compiled[b.Name]; !ok {
+			c.compiled[b.Name] = &manifest.Manifest{Version: manifest.Version, Backend: b.Name, Transport: b.Transport}
 		}
 	}
 	c.publishLocked()
@@ -137,11 +144,4 @@ func (c *Catalog) publishLocked() {
 		v.Extra = string(bridge.Preamble(bridged))
 	}
 	c.view.Store(v)
-}
-
-// Dynamic lists the names of backends registered at run time, sorted.
-func (c *Catalog) Dynamic() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Sorted(maps.Keys(c.dynamic))
 }

@@ -145,7 +145,7 @@ func TestAdmissionPolicy(t *testing.T) {
 		t.Errorf("over the cap while one connects: %v", err)
 	}
 	delete(c.pending, "y")
-	c.dynamic["y"] = registration{manifest: &manifest.Manifest{Backend: "y"}}
+	c.dynamic["y"] = json.RawMessage(`{}`)
 	if _, err := c.admitLocked("z", json.RawMessage(`{"transport":"http","url":"http://h/mcp"}`)); err == nil || !strings.Contains(err.Error(), "max_backends") {
 		t.Errorf("over the cap: %v", err)
 	}

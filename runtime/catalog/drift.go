@@ -53,17 +53,25 @@ func (c *Catalog) Refresh(ctx context.Context, name string) error {
 	mu, _ := c.refreshing.LoadOrStore(name, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
+	c.mu.Lock()
+	registering := c.pending[name]
+	c.mu.Unlock()
+	if registering {
+		return nil // Register records the tools it lists itself
+	}
 	tools, err := c.opts.Backends.Tools(ctx, name)
 	if err != nil {
 		return fmt.Errorf("refresh %s: %w", name, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if reg, ok := c.dynamic[name]; ok {
-		m := *reg.manifest
+	if _, ok := c.dynamic[name]; ok {
+		b, ok := c.opts.Registry.Backend(name)
+		if !ok {
+			return nil // still connecting: Register records its tools
+		}
+		m := *b.Manifest
 		m.Tools = tools
-		reg.manifest = &m
-		c.dynamic[name] = reg
 		c.opts.Registry.Replace(&m)
 		c.publishLocked()
 		c.log.Info("runtime backend tools refreshed", "backend", name, "tools", len(tools))

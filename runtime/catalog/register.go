@@ -23,13 +23,6 @@ import (
 // message says which setting would allow it.
 var ErrRefused = errors.New("registration refused")
 
-// registration is one backend added at run time.
-type registration struct {
-	def      json.RawMessage
-	cfg      config.Backend
-	manifest *manifest.Manifest
-}
-
 // persisted is the state file's form of one registration.
 type persisted struct {
 	Name       string          `json:"name"`
@@ -81,7 +74,7 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 		go c.opts.Backends.RemoveBackend(name)
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
-	c.dynamic[name] = registration{def: def, cfg: b, manifest: m}
+	c.dynamic[name] = def
 	c.publishLocked()
 	c.persistLocked()
 	c.log.Info("backend registered at run time", "backend", name, "transport", b.Transport, "tools", len(m.Tools))
@@ -117,7 +110,7 @@ func (c *Catalog) admitLocked(name string, def json.RawMessage) (config.Backend,
 		return config.Backend{}, fmt.Errorf("%w: name is empty; give the backend a name such as \"weather\"", ErrRefused)
 	case c.compiled[name] != nil || c.declared(name):
 		return config.Backend{}, fmt.Errorf("%w: %q is a backend of kiln's own config; pick another name", ErrRefused, name)
-	case c.dynamic[name].manifest != nil || c.pending[name]:
+	case c.dynamic[name] != nil || c.pending[name]:
 		return config.Backend{}, fmt.Errorf("%w: %q is already registered; deregister_manual it first to replace it", ErrRefused, name)
 	case len(c.dynamic)+len(c.pending) >= reg.MaxBackends:
 		return config.Backend{}, fmt.Errorf("%w: %d backends are registered already, the most gateway.registration.max_backends allows; deregister_manual one first",
@@ -195,7 +188,7 @@ func (c *Catalog) persistLocked() {
 	}
 	var out []persisted
 	for _, name := range slices.Sorted(maps.Keys(c.dynamic)) {
-		out = append(out, persisted{Name: name, Definition: c.dynamic[name].def})
+		out = append(out, persisted{Name: name, Definition: c.dynamic[name]})
 	}
 	data, _ := json.MarshalIndent(out, "", "  ") // raw definitions were valid JSON
 	path := filepath.Join(c.cfg.Gateway.StateDir, registrationsFile)

@@ -160,11 +160,11 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 	}
 	defer release()
 
-	token, done := d.obs.track(ctx, backendName)
+	callOpts, done := d.obs.track(ctx, backendName)
 	defer done()
 	cctx, cancel := context.WithTimeout(ctx, lim.timeout)
 	defer cancel()
-	res, err := conn.CallTool(cctx, tool, args, token)
+	res, err := conn.CallTool(cctx, tool, args, callOpts)
 	switch {
 	case err == nil:
 		if !res.IsError && d.opts.OnCall != nil {
@@ -254,7 +254,9 @@ func (d *Dispatcher) Snapshot(ctx context.Context, name string) (*manifest.Manif
 	return conn.Snapshot(ctx)
 }
 
-// Close stops every backend and waits for them to exit.
+// Close stops every backend and waits for them to exit. Stopping cannot
+// fail: a process that outlives SIGKILL is reported in the log. The error
+// is for io.Closer.
 func (d *Dispatcher) Close() error {
 	d.mu.Lock()
 	d.closed = true
@@ -266,21 +268,19 @@ func (d *Dispatcher) Close() error {
 		slots = append(slots, s)
 	}
 	d.mu.Unlock()
-	err := stopAll(slots)
+	stopAll(slots)
 	d.stopping.Wait()
-	return err
+	return nil
 }
 
 // stopAll stops slots concurrently: each stdio backend may take its whole
 // grace period.
-func stopAll(slots []*slot) error {
-	errs := make([]error, len(slots))
+func stopAll(slots []*slot) {
 	var wg sync.WaitGroup
-	for i, s := range slots {
-		wg.Go(func() { errs[i] = s.stop() })
+	for _, s := range slots {
+		wg.Go(s.stop)
 	}
 	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // names returns the slot names sorted; called with d.mu held.

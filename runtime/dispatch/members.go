@@ -110,7 +110,7 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 	d.stopping.Done()
 	d.mu.Lock()
 	for _, name := range names {
-		if s := d.slots[name]; d.ctx != nil {
+		if s := d.slots[name]; s != nil && d.ctx != nil {
 			s.start(d.ctx)
 		}
 	}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	backendpkg "github.com/kilnmcp/kiln/runtime/backend"
 	"strconv"
 	"sync"
 )
@@ -34,12 +35,13 @@ type observers struct {
 	byBackend map[string]map[string]*Observer // backend -> token -> observer
 }
 
-// track registers ctx's observer for one call on backend and returns the
-// progress token to send, or nil when nobody listens.
-func (o *observers) track(ctx context.Context, backend string) (token any, done func()) {
+// track registers ctx's observer for one call on backend and returns what
+// the backend should send: a progress token only when the caller wants
+// progress, logs when it wants them.
+func (o *observers) track(ctx context.Context, backend string) (opts backendpkg.CallOptions, done func()) {
 	obs, _ := ctx.Value(observerKey{}).(*Observer)
 	if obs == nil {
-		return nil, func() {}
+		return opts, func() {}
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -52,7 +54,11 @@ func (o *observers) track(ctx context.Context, backend string) (token any, done 
 		o.byBackend[backend] = map[string]*Observer{}
 	}
 	o.byBackend[backend][tok] = obs
-	return tok, func() {
+	opts.Logs = obs.Log != nil
+	if obs.Progress != nil {
+		opts.ProgressToken = tok
+	}
+	return opts, func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		delete(o.byBackend[backend], tok)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
@@ -45,9 +47,10 @@ type slot struct {
 	errs     int64
 	gaveUp   bool
 
-	ready  chan struct{} // closed when the first connect attempt ends
-	cancel context.CancelFunc
-	exited chan struct{} // closed when the supervising goroutine returns
+	ready     chan struct{} // closed when the first connect attempt ends
+	readyOnce sync.Once
+	cancel    context.CancelFunc
+	exited    chan struct{} // closed when the supervising goroutine returns
 }
 
 func (d *Dispatcher) newSlot(b config.Backend, dynamic bool) *slot {
@@ -71,39 +74,29 @@ func (s *slot) start(ctx context.Context) {
 }
 
 // stop ends supervision and the connection, and waits for both.
-func (s *slot) stop() error {
+func (s *slot) stop() {
 	s.d.mu.Lock()
 	cancel := s.cancel
-	started := cancel != nil
 	s.d.mu.Unlock()
-	if !started {
-		return nil
+	if cancel == nil {
+		return
 	}
 	cancel()
 	<-s.exited
-	return nil
 }
+
+// markReady records that the first connect attempt's outcome is known, so
+// WaitReady never shows a failed start as still starting.
+func (s *slot) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
 
 func (s *slot) run(ctx context.Context) {
 	defer close(s.exited)
+	defer s.markReady()
 	log := s.d.log.With("backend", s.cfg.Name)
-	first := true
 	wait := s.d.firstRetry
-	for {
+	for first := true; ; first = false {
 		conn, err := s.dial(ctx, first)
-		// ready closes once the first attempt's outcome is recorded, so
-		// WaitReady never shows a failed start as still starting.
-		signal := func() {
-			if first {
-				close(s.ready)
-				first = false
-			}
-		}
-		if err == nil {
-			signal()
-		}
 		if ctx.Err() != nil {
-			signal()
 			if conn != nil {
 				conn.Close()
 			}
@@ -111,6 +104,7 @@ func (s *slot) run(ctx context.Context) {
 			return
 		}
 		if err == nil {
+			s.markReady()
 			up := time.Now()
 			err = s.serve(ctx, conn, log)
 			conn.Close()
@@ -121,13 +115,13 @@ func (s *slot) run(ctx context.Context) {
 			if time.Since(up) > restartWindow {
 				wait = s.d.firstRetry // it ran well for a while: start the backoff over
 			}
-			err = fmt.Errorf("%w\n  last stderr lines:\n    %s", err, indentTail(conn.StderrTail(10)))
+			err = conn.WithStderr(err, 10)
 			log.Error("backend stopped", "err", err)
 		} else {
 			log.Error("backend failed to start", "err", err)
 		}
 		more := s.scheduleRestart(err, wait)
-		signal()
+		s.markReady()
 		if !more {
 			log.Error("backend restarted too often; kiln stopped restarting it", "restarts", maxRestarts, "window", restartWindow)
 			return
@@ -205,10 +199,7 @@ func (s *slot) scheduleRestart(cause error, wait time.Duration) bool {
 
 // serve watches a live connection until it ends or ctx does, probing its
 // health every interval. It returns why the connection ended.
-func (s *slot) serve(ctx context.Context, conn *backend.Conn, log interface {
-	Warn(string, ...any)
-	Info(string, ...any)
-}) error {
+func (s *slot) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) error {
 	s.d.mu.Lock()
 	h := s.d.cfg.Gateway.Health
 	s.d.mu.Unlock()
@@ -299,18 +290,4 @@ func (s *slot) acquire(ctx context.Context, lim limits, tool string) (release fu
 			Message: fmt.Sprintf("backend %q is busy: all %d of its call slots (max_concurrent) are in use and none freed within %s; retry shortly, run fewer calls at once, or raise backends.%s.max_concurrent",
 				s.cfg.Name, cap(sem), lim.queueWait, s.cfg.Name)}
 	}
-}
-
-func indentTail(tail string) string {
-	if tail == "" {
-		return "(none)"
-	}
-	out := []byte{}
-	for i := 0; i < len(tail); i++ {
-		out = append(out, tail[i])
-		if tail[i] == '\n' {
-			out = append(out, "    "...)
-		}
-	}
-	return string(out)
 }

@@ -76,7 +76,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	for _, b := range cfg.Backends {
 		if _, ok := reg.Backend(b.Name); !ok && b.Enabled {
-			log.Warn("backend is declared in the config but not compiled into this kiln; run `make generate && make build` to add it",
+			log.Warn("backend is declared in the config but not compiled into this kiln; its live tools are served once it connects; run `make generate && make build` to compile them in",
 				"backend", b.Name, "config", cfg.Path)
 		}
 	}
