@@ -61,7 +61,11 @@ type Options struct {
 	// Counter, when set, accumulates the pipeline's byte counts for
 	// kiln://stats.
 	Counter *pipeline.Counter
-	Logger  *slog.Logger
+	// Scrub, when set, redacts secrets from a result before the pipeline
+	// shrinks it: a secret cut in two by truncation no longer matches any
+	// pattern.
+	Scrub  func(*toolcall.Result) *toolcall.Result
+	Logger *slog.Logger
 }
 
 // Bridging is the sandbox bridge at one moment.
@@ -109,6 +113,9 @@ func New(opts Options) *Engine {
 // the caller is a model reading text.
 func (e *Engine) Run(ctx context.Context, req Request) *toolcall.Result {
 	res, tier := e.run(ctx, req)
+	if e.opts.Scrub != nil {
+		res = e.opts.Scrub(res)
+	}
 	out := e.opts.Output
 	out.Intent = req.Intent
 	if req.MaxOutputSize > 0 {
@@ -141,10 +148,13 @@ func (e *Engine) run(ctx context.Context, req Request) (*toolcall.Result, Tier) 
 		}
 		return e.callDirect(tctx, call), TierDirect
 	}
-	if res, ok := e.simple(tctx, req.Code); ok {
+	// One view of the bridge for the whole request, so a registration
+	// landing meanwhile cannot split tier 2 and tier 3.
+	br := e.bridging()
+	if res, ok := e.simple(tctx, req.Code, br); ok {
 		return res, TierSimple
 	}
-	return e.program(ctx, req.Code, timeout), TierSandbox
+	return e.program(ctx, req.Code, timeout, br), TierSandbox
 }
 
 func (e *Engine) callDirect(ctx context.Context, call directCall) *toolcall.Result {

@@ -28,8 +28,7 @@ type Resolver interface {
 // understands. ok is false when the code must go to the sandbox, which is
 // also where names that do not resolve go, so the model gets the sandbox's
 // hints (closest backend, meta-tool misuse) instead of a bare "not found".
-func (e *Engine) simple(ctx context.Context, code string) (*toolcall.Result, bool) {
-	br := e.bridging()
+func (e *Engine) simple(ctx context.Context, code string, br Bridging) (*toolcall.Result, bool) {
 	if br.Resolver == nil {
 		return nil, false
 	}
@@ -61,11 +60,11 @@ func (e *Engine) simple(ctx context.Context, code string) (*toolcall.Result, boo
 // program runs tier 3 and renders the outcome: the returned value as JSON
 // text, console output after it, and failures as isError with the script's
 // message, stack and hint.
-func (e *Engine) program(ctx context.Context, code string, timeout time.Duration) *toolcall.Result {
+func (e *Engine) program(ctx context.Context, code string, timeout time.Duration, br Bridging) *toolcall.Result {
 	if e.opts.Sandbox == nil {
 		return toolcall.Errorf("call_tool_chain: TypeScript is not available in this build; send a JSON call {\"tool\": \"backend.tool\", \"arguments\": {…}}")
 	}
-	out, err := e.opts.Sandbox.Run(ctx, code, sandbox.RunOptions{Timeout: timeout, ExtraPreamble: e.bridging().ExtraPreamble})
+	out, err := e.opts.Sandbox.Run(ctx, code, sandbox.RunOptions{Timeout: timeout, ExtraPreamble: br.ExtraPreamble})
 	if err != nil {
 		if errors.Is(err, sandbox.ErrBusy) {
 			return toolcall.Errorf("call_tool_chain: the sandbox is busy with other runs; retry in a moment, or send a single call as JSON, which does not need the sandbox")
@@ -76,15 +75,17 @@ func (e *Engine) program(ctx context.Context, code string, timeout time.Duration
 	if out.IsError {
 		b.WriteString(out.Error)
 	} else {
-		var v any
-		if json.Unmarshal(out.Value, &v) == nil {
-			if s, ok := v.(string); ok {
-				b.WriteString(s) // a returned string is shown as text, not JSON-quoted
-			} else {
-				pretty, _ := json.MarshalIndent(v, "", " ")
-				b.Write(pretty)
-			}
-		} else {
+		// A returned string is shown as text, not JSON-quoted. Anything else
+		// is indented as the sandbox encoded it: decoding it into Go values
+		// would sort object keys and escape <, > and &.
+		var str string
+		var pretty bytes.Buffer
+		switch {
+		case len(out.Value) > 0 && out.Value[0] == '"' && json.Unmarshal(out.Value, &str) == nil:
+			b.WriteString(str)
+		case json.Indent(&pretty, out.Value, "", " ") == nil:
+			b.Write(pretty.Bytes())
+		default:
 			b.Write(out.Value)
 		}
 	}

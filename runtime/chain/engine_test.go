@@ -11,6 +11,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/sandbox"
+	"github.com/kilnmcp/kiln/runtime/scrub"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -99,5 +100,30 @@ func TestTierSelection(t *testing.T) {
 				t.Errorf("result lacks %q:\n%s", tc.text, r.TextContent())
 			}
 		})
+	}
+}
+
+func TestScrubBeforeTruncation(t *testing.T) {
+	const secret = "kiln-test-secret-0123456789abcdef"
+	e, _ := newEngine(t)
+	e.opts.Scrub = scrub.New(scrub.Options{Values: []scrub.Value{{Name: "API_TOKEN", Value: secret}}}).Result
+	e.opts.Output.SizeFooter = false
+	// Truncation keeps a head and a tail; across these caps its cut moves
+	// through the secret. Scrubbed after truncation, 39 of them leaked a
+	// part of it.
+	for cut := 100; cut < 1200; cut++ {
+		r := e.Run(t.Context(), Request{Code: `return "x".repeat(500) + "` + secret + `" + "y".repeat(500);`, MaxOutputSize: cut})
+		if text := r.TextContent(); strings.Contains(text, secret[:10]) || strings.Contains(text, secret[len(secret)-10:]) {
+			t.Fatalf("max_output_size %d: part of the secret survived: %q", cut, text)
+		}
+	}
+}
+
+func TestProgramValueKeepsScriptOrderAndText(t *testing.T) {
+	e, _ := newEngine(t)
+	r := e.Run(t.Context(), Request{Code: `const v = {zeta: 1, alpha: "<a & b>"}; return v;`})
+	text := r.TextContent()
+	if r.IsError || !strings.Contains(text, `"<a & b>"`) || strings.Index(text, "zeta") > strings.Index(text, "alpha") {
+		t.Errorf("tier-3 value re-encoded: %s", text)
 	}
 }

@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -91,7 +92,7 @@ func (sc *Scrubber) Learn(values ...Value) {
 		known[v.Value] = true
 	}
 	added := false
-	for _, v := range values {
+	for _, v := range withEscaped(values) {
 		if len(v.Value) < MinValueLen || known[v.Value] {
 			continue
 		}
@@ -172,7 +173,7 @@ func (sc *Scrubber) total(k kind) *atomic.Int64 {
 func New(opts Options) *Scrubber {
 	sc := &Scrubber{}
 	seen := map[string]bool{}
-	for _, v := range opts.Values {
+	for _, v := range withEscaped(opts.Values) {
 		if len(v.Value) < MinValueLen || seen[v.Value] {
 			continue
 		}
@@ -276,4 +277,27 @@ func (sc *Scrubber) apply(s string, spans []span) string {
 	}
 	b.WriteString(s[prev:])
 	return b.String()
+}
+
+// withEscaped adds, under the same name, the forms a value takes inside
+// JSON text (quotes and backslashes escaped, and <, > and & too, as
+// encoding/json writes them): a resource or result that is JSON holds the
+// escaped form, which the plain value would not match.
+func withEscaped(values []Value) []Value {
+	out := values
+	for _, v := range values {
+		for _, html := range []bool{false, true} {
+			var b strings.Builder
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(html)
+			if enc.Encode(v.Value) != nil {
+				continue
+			}
+			q := strings.TrimSuffix(b.String(), "\n")
+			if e := q[1 : len(q)-1]; e != v.Value {
+				out = append(out, Value{Name: v.Name, Value: e})
+			}
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package scrub
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -229,4 +230,13 @@ func TestLearn(t *testing.T) {
 	}
 	var nilSC *Scrubber
 	nilSC.Learn(Value{Name: "X", Value: fresh}) // no panic
+}
+
+func TestKnownValueInsideJSON(t *testing.T) {
+	const v = `p@ss"w<rd>&\x1`
+	sc := New(Options{Values: []Value{{Name: "DB_PASSWORD", Value: v}}})
+	raw, _ := json.Marshal(map[string]string{"dsn": "user:" + v + "@db"})
+	if got := sc.String(string(raw)); strings.Contains(got, `w\u003crd`) || strings.Contains(got, `ss\"w`) || !strings.Contains(got, "[REDACTED:env:DB_PASSWORD]") {
+		t.Errorf("escaped value survived: %s", got)
+	}
 }

@@ -143,7 +143,13 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 		if verr := s.valid.Validate(mt.name, json.RawMessage(mt.schema), args); verr != nil {
 			return toMCP(s.opts.Scrubber.Result(toolcall.Errorf("%s: %v", mt.name, verr)))
 		}
-		return toMCP(s.opts.Scrubber.Result(h(s.observe(ctx, req), args)))
+		out := h(s.observe(ctx, req), args)
+		if mt.name != toolChain {
+			// call_tool_chain scrubs inside the engine, before truncation
+			// (chain.Options.Scrub); scanning again would cost, not protect.
+			out = s.opts.Scrubber.Result(out)
+		}
+		return toMCP(out)
 	}
 }
 

@@ -167,6 +167,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			MaxTimeout:     sb.Limits().MaxTimeout,
 			Output:         outputOptions(cfg),
 			Counter:        counter,
+			Scrub:          scrubber.Result,
 			Logger:         log,
 		}),
 	})
