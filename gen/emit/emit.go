@@ -153,7 +153,7 @@ func Generate(ms []*manifest.Manifest, opts Options) (map[string][]byte, error) 
 			return nil, fmt.Errorf("emit: semantic vectors: %w", err)
 		}
 	}
-	if out[indexDir+"/searchindex.gen.go"], err = embedFile(indexDir, "Data", "index.bin", jen.Index().Byte(),
+	if out[indexDir+"/searchindex.gen.go"], err = embedFile(indexDir, "Data", "index.bin", jen.String(),
 		"Package searchindex embeds the search index frozen from the compiled backends' tools.",
 		"Data is the marshalled runtime/search index of every compiled tool."); err != nil {
 		return nil, err

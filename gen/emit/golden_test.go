@@ -228,7 +228,7 @@ func compileGoldens(t *testing.T, mod string, cases []*goldenCase) {
 		fmt.Fprintf(&body, "\t\tif got := strings.Join(g%d.Backends, \",\"); got != %q {\n\t\t\tfail(c, \"Backends = %%q\", got)\n\t\t}\n", i, strings.Join(backends, ","))
 		fmt.Fprintf(&body, "\t\tif got := len(r.Tools()); got != %d {\n\t\t\tfail(c, \"registry has %%d tools\", got)\n\t\t}\n", tools)
 		fmt.Fprintf(&body, "\t\tif got := sum([]byte(br%d.Preamble)); got != %q {\n\t\t\tfail(c, \"embedded preamble differs\")\n\t\t}\n", i, sum(gc.files["bridge/preamble.js"]))
-		fmt.Fprintf(&body, "\t\tif got := sum(ix%d.Data); got != %q {\n\t\t\tfail(c, \"embedded index differs\")\n\t\t}\n", i, sum(gc.files["searchindex/index.bin"]))
+		fmt.Fprintf(&body, "\t\tif got := sum([]byte(ix%d.Data)); got != %q {\n\t\t\tfail(c, \"embedded index differs\")\n\t\t}\n", i, sum(gc.files["searchindex/index.bin"]))
 		if _, err := os.Stat(filepath.Join(mod, gc.name, "usage")); err == nil {
 			fmt.Fprintf(&imports, "\tu%d %q\n", i, buildModule+"/"+gc.name+"/usage")
 			fmt.Fprintf(&body, "\t\tif err := u%d.Run(); err != nil {\n\t\t\tfail(c, \"usage: %%v\", err)\n\t\t}\n", i)

@@ -13,15 +13,9 @@ import (
 
 // Options selects what Run measures.
 type Options struct {
-	// Config ranks with this configuration instead of the shipped one
-	// (search.DefaultConfig, what kiln-gen emit builds).
-	Config *search.Config
 	// Ablation also measures each step of the ablation ladder, from the
 	// README's plain-BM25 baseline to the shipped configuration.
 	Ablation bool
-	// Frozen evaluates the index after a MarshalBinary/Load round trip, as
-	// the gateway serves it.
-	Frozen bool
 	// Steps adds a row, when the queries carry steps, where each query's
 	// annotated sub-steps are searched too and fused with the task
 	// (search.SearchMany): what an agent that searches once per step gets.
@@ -51,8 +45,9 @@ type Report struct {
 }
 
 // Run evaluates search over the bench files. Rows are the ablation ladder
-// (with Options.Ablation), then the configuration in Options.Config or the
-// shipped one, then that configuration with steps fused (Options.Steps).
+// (with Options.Ablation), then the shipped configuration, then that with
+// steps fused (Options.Steps). Every index is evaluated after a
+// MarshalBinary/Load round trip, as the gateway serves it.
 func Run(ctx context.Context, toolsPath, queriesPath string, opts Options) (*Report, error) {
 	docs, err := LoadTools(toolsPath)
 	if err != nil {
@@ -68,17 +63,11 @@ func Run(ctx context.Context, toolsPath, queriesPath string, opts Options) (*Rep
 		steps = Ladder()
 	}
 	final := Step{Name: "shipped (search.Build)", Config: search.DefaultConfig()}
-	if opts.Config != nil {
-		final = Step{Name: "custom", Config: *opts.Config}
-	}
 	steps = append(steps, final)
 	var ix *search.Index
 	for _, st := range steps {
-		ix = search.BuildWith(docs, st.Config)
-		if opts.Frozen {
-			if ix, err = roundTrip(ix); err != nil {
-				return nil, fmt.Errorf("eval: %s: %w", st.Name, err)
-			}
+		if ix, err = roundTrip(search.BuildWith(docs, st.Config)); err != nil {
+			return nil, fmt.Errorf("eval: %s: %w", st.Name, err)
 		}
 		row, err := Evaluate(ctx, ix, qs)
 		if err != nil {

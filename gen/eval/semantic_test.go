@@ -54,7 +54,7 @@ func TestRunSemantic(t *testing.T) {
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(t.Context(), tools, queries, Options{Frozen: true, Semantic: &SemanticOptions{Embedder: synonymEmbedder{}, Model: "syn.gguf"}})
+	rep, err := Run(t.Context(), tools, queries, Options{Semantic: &SemanticOptions{Embedder: synonymEmbedder{}, Model: "syn.gguf"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func (b *builder) gateway() Gateway {
 func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	b.refs = nil
 	path := "backends." + rb.name
-	out := Backend{Name: rb.name, Timeout: g.CallTimeout, QueueWait: defaultQueueWait, Enabled: true}
+	out := Backend{Name: rb.name, Timeout: g.CallTimeout, Enabled: true}
 	sc := map[string]value{}
 	for _, k := range backendScalarKeys {
 		sc[k] = b.l.get(path + "." + k)

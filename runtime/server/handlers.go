@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/kilnmcp/kiln/runtime/manifest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/chain"
@@ -294,13 +296,23 @@ func (s *Server) registerManual(ctx context.Context, raw json.RawMessage) *toolc
 		"registered": name,
 		"server":     m.Server.Name + " " + m.Server.Version,
 		"tools":      tools,
-		"next":       fmt.Sprintf("search_tools finds these tools now; call them with call_tool_chain as %s.<tool>({...}). deregister_manual with manual_name %q removes the backend.", name, name),
+		"next":       fmt.Sprintf("search_tools finds these tools now; call them with call_tool_chain as %s.<tool>({...}). deregister_manual with manual_name %q removes the backend.", s.bridgeName(name, m.Tools), name),
 	}
 	if len(tools) > 0 {
 		t := registry.Tool{Tool: m.Tools[0], Backend: name}
 		out["example"] = t.Example(s.ref)
 	}
 	return jsonResult(out)
+}
+
+// bridgeName is how TypeScript names a backend: its identifier in the
+// sandbox bridge, which differs from the name for names such as my-server.
+func (s *Server) bridgeName(backend string, tools []manifest.Tool) string {
+	if len(tools) == 0 {
+		return backend
+	}
+	obj, _, _ := strings.Cut(s.ref(backend, tools[0].Name), ".")
+	return obj
 }
 
 type deregisterArgs struct {

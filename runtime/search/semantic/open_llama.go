@@ -62,7 +62,7 @@ func Open(modelPath, wantSHA256 string, threads int) (Embedder, error) {
 var (
 	setThreadsOnce sync.Once
 	setThreadsFn   func(int32) int32
-	errNoThreads   = errors.New("libllama_go.so has no kiln_set_threads: it was not built by make llama, so the thread count cannot be set; rebuild it or configure 0 threads")
+	errNoThreads   = errors.New("libllama_go.so has no kiln_set_threads, so gateway.semantic.threads cannot be applied: it was not built by make llama; rebuild it with make llama")
 )
 
 // setThreads calls the shim's kiln_set_threads. kelindar's binding has no

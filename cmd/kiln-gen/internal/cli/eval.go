@@ -24,7 +24,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kiln-gen eval: both --tools and --queries are required, e.g. --tools ../shared/bench/toolbench/tools.jsonl --queries ../shared/bench/toolbench/queries.jsonl")
 		return exitUsage
 	}
-	opts := eval.Options{Ablation: *ablation, Steps: *steps, Frozen: true}
+	opts := eval.Options{Ablation: *ablation, Steps: *steps}
 	mod, code := m.open("eval", stderr, stderr)
 	if code != exitOK {
 		return code

@@ -80,7 +80,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				"backend", b.Name, "config", cfg.Path)
 		}
 	}
-	index, err := search.Load(searchindex.Data)
+	index, err := search.LoadString(searchindex.Data)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: compiled search index: %v\n", err)
 		return exitFail

@@ -27,7 +27,7 @@ import (
 // tools frozen by a test model, as kiln-gen emit would compile them in, and
 // checks that search_tools fuses the two rankings end to end.
 func TestServeSemantic(t *testing.T) {
-	lex, err := search.Load(searchindex.Data)
+	lex, err := search.LoadString(searchindex.Data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,4 +9,4 @@ import _ "embed"
 // Data is the marshalled runtime/search index of every compiled tool.
 //
 //go:embed index.bin
-var Data []byte
+var Data string
