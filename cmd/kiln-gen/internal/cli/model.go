@@ -32,6 +32,7 @@ type model struct {
 // returns nil when none is asked for. The caller closes the embedder.
 func (m *modelFlags) open(cmd string, stdout, stderr io.Writer) (*model, int) {
 	source := "--model"
+	tuned := m.sha256 != "" || m.threads != 0
 	if m.config != "" {
 		cfg, ok := loadConfig(m.config, stderr)
 		if !ok {
@@ -48,7 +49,16 @@ func (m *modelFlags) open(cmd string, stdout, stderr io.Writer) (*model, int) {
 			m.threads = sc.Threads
 		}
 	}
-	if m.path == "" {
+	switch {
+	case m.path == "" && m.config != "":
+		// Asked for vectors (make emit SEMANTIC=1 passes --config): emitting
+		// none would quietly ship a lexical-only build.
+		fmt.Fprintf(stderr, "kiln-gen %s: %s sets no gateway.semantic.model; set it (and gateway.semantic.sha256), or drop --config for a build without vectors\n", cmd, m.config)
+		return nil, exitUsage
+	case m.path == "" && tuned:
+		fmt.Fprintf(stderr, "kiln-gen %s: --model-sha256 and --threads need --model (or --config with gateway.semantic.model)\n", cmd)
+		return nil, exitUsage
+	case m.path == "":
 		return nil, exitOK
 	}
 	if !semantic.Available {

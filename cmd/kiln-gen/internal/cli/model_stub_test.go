@@ -49,3 +49,35 @@ func TestModelNeedsSemanticBuild(t *testing.T) {
 		t.Error("emit without a model wrote vectors")
 	}
 }
+
+// TestModelFlagsWithoutModel: flags that only mean something with a model
+// are refused rather than ignored, so a build never quietly loses its
+// vectors.
+func TestModelFlagsWithoutModel(t *testing.T) {
+	dir := t.TempDir()
+	manifests := filepath.Join("..", "..", "..", "..", "gen", "emit", "testdata", "multi", "manifests")
+	cfg := filepath.Join(dir, "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte("version: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "never")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"config without a model", []string{"--config", cfg}, "sets no gateway.semantic.model"},
+		{"sha256 alone", []string{"--model-sha256", strings.Repeat("a", 64)}, "need --model"},
+		{"threads alone", []string{"--threads", "2"}, "need --model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, append([]string{"emit", "--manifests", manifests, "--out", out}, tc.args...)...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want %d), output:\n%s%s", code, exitUsage, stdout, stderr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s wrote %s", tc.name, out)
+			}
+		})
+	}
+}
