@@ -79,10 +79,6 @@ func Run(manifestsDir, outDir string) error { return RunWith(manifestsDir, outDi
 
 // RunWith is Run with options.
 func RunWith(manifestsDir, outDir string, opts Options) error {
-	// A mistyped folder must not emit an empty gateway over a good one.
-	if fi, err := os.Stat(manifestsDir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("emit: manifests folder %q does not exist; run `kiln-gen record` first or pass --manifests", manifestsDir)
-	}
 	ms, err := manifest.ReadDir(manifestsDir)
 	if err != nil {
 		return fmt.Errorf("emit: read manifests: %w", err)

@@ -207,6 +207,13 @@ func Decode(raw []byte) (*Manifest, error) {
 // whose name does not match its backend field is an error: the file name is
 // what reviewers see.
 func ReadDir(dir string) ([]*Manifest, error) {
+	// Glob finds nothing in a missing folder; a mistyped path must not
+	// read as "no backends".
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("manifests folder: %w; run `kiln-gen record` first or pass --manifests", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("manifests folder %s is a file, not a folder", dir)
+	}
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err

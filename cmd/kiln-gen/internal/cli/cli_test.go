@@ -121,7 +121,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{[]string{"record", "--config", "/nonexistent/kiln.yaml"}, exitUsage, "/nonexistent/kiln.yaml"},
 		{[]string{"eval", "--tools", "x"}, exitUsage, "--queries"},
-		{[]string{"emit", "--manifests", "/nonexistent"}, exitFail, "does not exist"},
+		{[]string{"emit", "--manifests", "/nonexistent"}, exitFail, "stat /nonexistent: no such file or directory; run `kiln-gen record` first"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
