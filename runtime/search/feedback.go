@@ -131,17 +131,6 @@ func (ix *Index) keyTerm(k uint32) []byte {
 	return []byte(ix.base.tools.term(int(k)))
 }
 
-// df is the number of listed tools holding t.
-func (ix *Index) df(t []byte) int {
-	df := -ix.hiddenDF[string(t)]
-	for _, seg := range ix.segs {
-		if i := seg.tools.find(t); i >= 0 {
-			df += int(seg.tools.postOff[i+1] - seg.tools.postOff[i])
-		}
-	}
-	return df
-}
-
 // addTerm adds w times each listed tool's weight for t to its score.
 func (ix *Index) addTerm(sc *scratch, t []byte, w float64) {
 	for si, seg := range ix.segs {

@@ -188,7 +188,7 @@ func (ix *Index) rankSuggestions(seg *segment, acc map[string]*termAcc) []sugges
 	}
 	var all []scored
 	for t, a := range acc {
-		df := ix.docFreq(t)
+		df := ix.df([]byte(t))
 		// A term outside seg's own table could not be frozen; every shown
 		// field is indexed, so this only guards that invariant.
 		if df <= 0 || seg.tools.find([]byte(t)) < 0 {
@@ -215,11 +215,11 @@ func (ix *Index) rankSuggestions(seg *segment, acc map[string]*termAcc) []sugges
 	return out
 }
 
-// docFreq is the number of listed tools holding term t.
-func (ix *Index) docFreq(t string) int {
-	df := -ix.hiddenDF[t]
+// df is the number of listed tools holding term t.
+func (ix *Index) df(t []byte) int {
+	df := -ix.hiddenDF[string(t)]
 	for _, seg := range ix.segs {
-		if i := seg.tools.find([]byte(t)); i >= 0 {
+		if i := seg.tools.find(t); i >= 0 {
 			df += int(seg.tools.postOff[i+1] - seg.tools.postOff[i])
 		}
 	}
