@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 )
@@ -119,17 +117,4 @@ func firstLine(s string, max int) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	line = strings.Join(strings.Fields(line), " ")
 	return cut(line, max)
-}
-
-// cut shortens s to at most max bytes on a rune boundary, marking the cut
-// with "…".
-func cut(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return strings.TrimRightFunc(s[:n], unicode.IsSpace) + "…"
 }

@@ -12,13 +12,18 @@ import (
 // cut to at most max bytes on a rune boundary (never inside a UTF-8
 // sequence) with "…" when cut.
 func FirstSentence(s string, max int) string {
-	s = strings.Join(strings.Fields(registry.FirstSentence(s)), " ")
+	return cut(strings.Join(strings.Fields(registry.FirstSentence(s)), " "), max)
+}
+
+// cut shortens s to at most max bytes on a rune boundary, with "…" when
+// cut.
+func cut(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return strings.TrimRightFunc(s[:cut], unicode.IsSpace) + "…"
+	return strings.TrimRightFunc(s[:n], unicode.IsSpace) + "…"
 }
