@@ -63,8 +63,11 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 		_, ok := rb.keys[k]
 		return ok
 	}
+	// meant counts a key whose problem is already reported as given, so
+	// a typo or a bad shape is not reported a second time as missing.
+	meant := func(k string) bool { return present(k) || rb.explained[k] }
 
-	out.Transport = b.transport(rb, sc["transport"], present)
+	out.Transport = b.transport(rb, sc["transport"], meant)
 	switch out.Transport {
 	case "":
 		// Already reported; checking the rest would guess at intent.
@@ -97,8 +100,11 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 
 // transport decides the transport: as declared, or stdio when only a
 // command is given. A url alone is not enough: http and sse differ.
-func (b *builder) transport(rb *rawBackend, v value, present func(string) bool) string {
+func (b *builder) transport(rb *rawBackend, v value, meant func(string) bool) string {
 	path := "backends." + rb.name
+	if !v.ok && rb.explained["transport"] {
+		return ""
+	}
 	if v.ok {
 		v = b.expand(v)
 		if v.bad {
@@ -107,9 +113,9 @@ func (b *builder) transport(rb *rawBackend, v value, present func(string) bool) 
 		return b.oneOf(v, transports, "transport", transportAliases)
 	}
 	switch {
-	case present("command"):
+	case meant("command"):
 		return TransportStdio
-	case present("url"):
+	case meant("url"):
 		b.p.add(rb.line, path+".transport", "missing; add transport: http (streamable HTTP) or transport: sse (legacy HTTP+SSE)")
 	default:
 		b.p.add(rb.line, path, "no transport; add transport: stdio with a command, or transport: http with a url")
@@ -119,10 +125,12 @@ func (b *builder) transport(rb *rawBackend, v value, present func(string) bool) 
 
 func (b *builder) stdio(rb *rawBackend, sc map[string]value, path string, out *Backend) {
 	cmd := sc["command"]
-	if !cmd.ok {
+	if !cmd.ok && !rb.explained["command"] {
 		b.p.add(rb.line, path+".command", "missing; stdio backends need the program to run, e.g. command: npx")
-	} else if cmd = b.expand(cmd); b.nonEmpty(cmd, "give the program to run, e.g. command: npx") {
-		out.Command = cmd.s
+	} else if cmd.ok {
+		if cmd = b.expand(cmd); b.nonEmpty(cmd, "give the program to run, e.g. command: npx") {
+			out.Command = cmd.s
+		}
 	}
 	if e, ok := rb.keys["args"]; ok {
 		for i, n := range e.val.Content {
@@ -144,11 +152,15 @@ func (b *builder) remote(rb *rawBackend, sc map[string]value, path string, out *
 		example = "http://127.0.0.1:3101/sse"
 	}
 	u := sc["url"]
-	if !u.ok {
+	switch {
+	case !u.ok && !rb.explained["url"]:
 		b.p.add(rb.line, path+".url", "missing; %s backends need the server's address, e.g. url: %s", out.Transport, example)
-	} else if u = b.expand(u); b.nonEmpty(u, "give the server's address, e.g. "+example) {
-		b.httpURL(u, example)
-		out.URL = strings.TrimSpace(u.s)
+	case !u.ok:
+	default:
+		if u = b.expand(u); b.nonEmpty(u, "give the server's address, e.g. "+example) {
+			b.httpURL(u, example)
+			out.URL = strings.TrimSpace(u.s)
+		}
 	}
 	out.Headers = b.strMap(rb, "headers", path)
 }

@@ -29,20 +29,19 @@ func (l lookup) get(name string) (string, bool) {
 
 // readDotEnv reads the .env file at path; a missing file yields no
 // variables. Values are taken literally: ${…} expansion belongs to the
-// config, where it is recorded in Backend.Vars.
-func readDotEnv(path string) (map[string]string, error) {
+// config, where it is recorded in Backend.Vars. Its problems come back
+// with the good lines' variables, so the config is still checked and one
+// load reports both files' problems.
+func readDotEnv(path string) (map[string]string, *problems, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, &problems{file: path}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("config: read %s: %w", path, err)
+		return nil, nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
 	vars, probs := parseDotEnv(string(data), path)
-	if len(probs.list) > 0 {
-		return nil, probs.err()
-	}
-	return vars, nil
+	return vars, probs, nil
 }
 
 // parseDotEnv parses the common .env dialect: KEY=value lines, optional

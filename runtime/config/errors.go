@@ -86,6 +86,27 @@ func (ps *problems) err() error {
 	if len(ps.list) == 0 {
 		return nil
 	}
+	ps.sort()
+	return &Error{Problems: ps.list}
+}
+
+// joinProblems returns the problems of several files as one *Error, each
+// file's in line order and the files in the order given (the .env file
+// before the config whose values it feeds), or nil when there are none.
+func joinProblems(files ...*problems) error {
+	var all []Problem
+	for _, ps := range files {
+		ps.sort()
+		all = append(all, ps.list...)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return &Error{Problems: all}
+}
+
+// sort orders the problems by line.
+func (ps *problems) sort() {
 	// Problems without a line (environment overrides) go last.
 	order := func(l int) int {
 		if l == 0 {
@@ -94,5 +115,4 @@ func (ps *problems) err() error {
 		return l
 	}
 	sort.SliceStable(ps.list, func(i, j int) bool { return order(ps.list[i].Line) < order(ps.list[j].Line) })
-	return &Error{Problems: ps.list}
 }

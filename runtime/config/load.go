@@ -83,8 +83,9 @@ func LoadBytesWith(data []byte, label, dir string, opts LoadOptions) (*Config, e
 	if env.getenv == nil {
 		env.getenv = os.LookupEnv
 	}
+	dotenv := &problems{}
 	if !opts.NoDotEnv {
-		if env.dotenv, err = readDotEnv(filepath.Join(dir, ".env")); err != nil {
+		if env.dotenv, dotenv, err = readDotEnv(filepath.Join(dir, ".env")); err != nil {
 			return nil, err
 		}
 	}
@@ -92,16 +93,14 @@ func LoadBytesWith(data []byte, label, dir string, opts LoadOptions) (*Config, e
 	ps := &problems{file: label}
 	d := parse(data, ps)
 	if d == nil {
-		return nil, ps.err()
+		return nil, joinProblems(dotenv, ps)
 	}
 	b := &builder{checker: checker{p: ps, env: env}, l: layer(d, env), lists: d.lists, dir: dir}
 	cfg := &Config{Version: Version, Path: label, Dir: dir, Gateway: b.gateway()}
 	for _, rb := range d.backends {
-		if !rb.broken {
-			cfg.Backends = append(cfg.Backends, b.backend(rb, cfg.Gateway))
-		}
+		cfg.Backends = append(cfg.Backends, b.backend(rb, cfg.Gateway))
 	}
-	if err := ps.err(); err != nil {
+	if err := joinProblems(dotenv, ps); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(cfg.Backends, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })

@@ -28,9 +28,11 @@ type rawBackend struct {
 	name string
 	line int
 	keys map[string]entry
-	// broken marks structural problems; semantic checks would only repeat
-	// them ("comand: unknown key" then "command: missing").
-	broken bool
+	// explained holds the keys whose absence from keys a problem already
+	// explains (a bad shape, or an unknown key suggested as this one), so
+	// the other checks still run without repeating it ("comand: unknown
+	// key" then "command: missing").
+	explained map[string]bool
 }
 
 // entry is one key and its value, aliases resolved.
@@ -210,10 +212,14 @@ func (pr parser) backends(e entry) []*rawBackend {
 		name := be.key.Value
 		path := keyPath("backends", name)
 		if !pr.name(be.key, path) {
+			// Its settings are still checked for shape and unknown keys;
+			// values are layered by name, which this one cannot carry.
+			pr.backend(be, path)
 			continue
 		}
 		if other, dup := prefixes[overrideName(name)]; dup {
 			pr.p.add(be.key.Line, path, "shares the override prefix %s_ with backends.%s; rename one", overrideName("backends."+name), other)
+			pr.backend(be, path)
 			continue
 		}
 		prefixes[overrideName(name)] = name
@@ -256,14 +262,17 @@ func fixName(name string) string {
 
 // backend parses one backend's settings.
 func (pr parser) backend(be entry, path string) *rawBackend {
-	b := &rawBackend{name: be.key.Value, line: be.key.Line, keys: map[string]entry{}}
+	b := &rawBackend{name: be.key.Value, line: be.key.Line, keys: map[string]entry{}, explained: map[string]bool{}}
 	if isNull(be.val) || be.val.Kind != yaml.MappingNode {
 		pr.p.add(be.key.Line, path, "is %s; want settings such as transport: stdio and command: npx", kind(be.val))
-		b.broken = true
+		b.explainAll()
 		return b
 	}
 	ents, ok := pr.entries(be.val, path)
-	b.broken = !ok
+	if !ok {
+		// A merge or complex key hides what the backend meant to set.
+		b.explainAll()
+	}
 	for _, e := range ents {
 		k := e.key.Value
 		kp := keyPath(path, k)
@@ -277,18 +286,28 @@ func (pr parser) backend(be entry, path string) *rawBackend {
 			good = pr.strMap(e.val, kp, checkHeaderName)
 		default:
 			if !slices.Contains(backendKeys, k) {
-				pr.unknown(e.key, path, backendKeys)
-				good = false
-			} else {
-				good = pr.scalar(e.val, kp)
+				if s := pr.unknown(e.key, path, backendKeys); s != "" {
+					b.explained[s] = true
+				}
+				continue
 			}
+			good = pr.scalar(e.val, kp)
 		}
 		if good {
 			b.keys[k] = e
+		} else {
+			b.explained[k] = true
 		}
-		b.broken = b.broken || !good
 	}
 	return b
+}
+
+// explainAll marks every key as explained: the backend's settings could
+// not be read as a whole, so none is reported missing.
+func (b *rawBackend) explainAll() {
+	for _, k := range backendKeys {
+		b.explained[k] = true
+	}
 }
 
 // scalar reports whether n is a single non-null value.
@@ -370,13 +389,15 @@ func checkHeaderName(name string) string {
 	return ""
 }
 
-// unknown reports a key that does not exist at path, with the likely fix.
-func (pr parser) unknown(k *yaml.Node, path string, known []string) {
+// unknown reports a key that does not exist at path, with the likely fix,
+// and returns the key it suggested, if any.
+func (pr parser) unknown(k *yaml.Node, path string, known []string) string {
 	if s := suggest(k.Value, known); s != "" {
 		pr.p.add(k.Line, keyPath(path, k.Value), "unknown key; did you mean %s?", strconv.Quote(s))
-		return
+		return s
 	}
 	pr.p.add(k.Line, keyPath(path, k.Value), "unknown key; the keys here are %s", listOr(known))
+	return ""
 }
 
 // deref follows aliases, returning a copy of the target positioned at the

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -280,6 +283,81 @@ backends:
 		t.Run(tt.name, func(t *testing.T) {
 			expectProblems(t, tt.yaml, tt.vars, tt.want)
 		})
+	}
+}
+
+// TestOneLoadReportsEverything puts one of each kind of mistake in a
+// config: a repair list must not need several runs to read. A backend with
+// a typo, a bad shape or a bad name still has its other settings checked,
+// and the typo is not reported a second time as a missing key.
+func TestOneLoadReportsEverything(t *testing.T) {
+	expectProblems(t, `
+version: 1
+gateway:
+  colour: blue
+  call_timeout: soon
+  log_level: loud
+  health:
+    interval: 1ms
+backends:
+  Bad Name:
+    comand: x
+  r:
+    transport: http
+    timeout: fast
+    urll: http://a.test/mcp
+  s:
+    transport: http
+    queue_wait: 5
+  e:
+    command: [x]
+    env: {A: }
+    timeout: nope
+  f:
+    comand: x
+    max_concurrent: 0
+`, nil, []string{
+		"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http or semantic",
+		`kiln.yaml:5: gateway.call_timeout: invalid duration "soon"; use Go syntax such as 30s, 1m30s or 500ms`,
+		`kiln.yaml:6: gateway.log_level: unknown log level "loud"; use debug, info, warn or error`,
+		`kiln.yaml:8: gateway.health.interval: "1ms" is too short; use 1s to 24h`,
+		`kiln.yaml:10: backends["Bad Name"]: invalid backend name; names start with a lowercase letter followed by lowercase letters, digits, - or _ (try "bad-name")`,
+		`kiln.yaml:11: backends["Bad Name"].comand: unknown key; did you mean "command"?`,
+		`kiln.yaml:14: backends.r.timeout: invalid duration "fast"; use Go syntax such as 30s, 1m30s or 500ms`,
+		`kiln.yaml:15: backends.r.urll: unknown key; did you mean "url"?`,
+		"kiln.yaml:16: backends.s.url: missing; http backends need the server's address, e.g. url: http://127.0.0.1:3101/mcp",
+		`kiln.yaml:18: backends.s.queue_wait: "5" has no unit; write 5s (or ms, m, h)`,
+		"kiln.yaml:20: backends.e.command: is a list; want a single value",
+		`kiln.yaml:21: backends.e.env.A: empty value; write "" for an empty string or ${A} to pass the variable through`,
+		`kiln.yaml:22: backends.e.timeout: invalid duration "nope"; use Go syntax such as 30s, 1m30s or 500ms`,
+		`kiln.yaml:24: backends.f.comand: unknown key; did you mean "command"?`,
+		`kiln.yaml:25: backends.f.max_concurrent: want a positive whole number such as 10, got "0"`,
+	})
+}
+
+// TestDotEnvAndConfigProblemsTogether: a broken .env line does not hide
+// the config's own problems, and its good lines still feed the config.
+func TestDotEnvAndConfigProblemsTogether(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("GOOD=5s\nnot a line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadBytesWith([]byte("version: 1\ngateway:\n  call_timeout: ${GOOD}\n  connect_timeout: later\n"),
+		"kiln.yaml", dir, LoadOptions{Getenv: env(nil)})
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("load: got %v, want *Error", err)
+	}
+	var got []string
+	for _, p := range e.Problems {
+		got = append(got, p.String())
+	}
+	want := []string{
+		filepath.Join(dir, ".env") + ":2: want KEY=value with a name of letters, digits and _, not starting with a digit",
+		`kiln.yaml:4: gateway.connect_timeout: invalid duration "later"; use Go syntax such as 30s, 1m30s or 500ms`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
 

@@ -57,6 +57,9 @@ func (c *checker) size(v value, example string) int64 {
 	var frac fractionError
 	switch {
 	case err == nil:
+		if !c.inBound(v, n, unitSize) {
+			return 0
+		}
 		return n
 	case errors.Is(err, errSizeZero):
 		c.p.addValue(v, "must be positive, got %s; use e.g. %s", q, example)

@@ -50,10 +50,10 @@ func TestSectionKeys(t *testing.T) {
 		{"max_timeout", sb + "max_timeout: 1h\n", nil, Sandbox{MaxTimeout: time.Hour}, allOn},
 		{"timeout equal to max", sb + "timeout: 1m\n    max_timeout: 60s\n", nil,
 			Sandbox{Timeout: time.Minute, MaxTimeout: time.Minute}, allOn},
-		{"memory in bytes", sb + "memory: 1048576\n", nil, Sandbox{MemoryBytes: 1 << 20}, allOn},
+		{"memory in bytes", sb + "memory: 8388608\n", nil, Sandbox{MemoryBytes: 8 << 20}, allOn},
 		{"memory in MiB", sb + "memory: 50MiB\n", nil, Sandbox{MemoryBytes: 50 << 20}, allOn},
 		{"memory in GB with a space", sb + "memory: 1.5 GB\n", nil, Sandbox{MemoryBytes: 1_500_000_000}, allOn},
-		{"memory unit in lower case", sb + "memory: 64kib\n", nil, Sandbox{MemoryBytes: 64 << 10}, allOn},
+		{"memory unit in lower case", sb + "memory: 64mib\n", nil, Sandbox{MemoryBytes: 64 << 20}, allOn},
 		{"max_calls", sb + "max_calls: 3\n", nil, Sandbox{MaxCalls: 3}, allOn},
 		{"max_concurrent", sb + "max_concurrent: 2\n", nil, Sandbox{MaxConcurrent: 2}, allOn},
 		{"queue_wait", sb + "queue_wait: 250ms\n", nil, Sandbox{QueueWait: 250 * time.Millisecond}, allOn},
@@ -76,8 +76,8 @@ gateway:
   output:
     size_footer: ${FOOTER:-true}
     truncate_at: ${TRUNC:-1000}
-`, map[string]string{"MEM": "2MiB", "CALLS": "7", "FOOTER": "false"},
-			Sandbox{MemoryBytes: 2 << 20, MaxCalls: 7, QueueWait: time.Second},
+`, map[string]string{"MEM": "8MiB", "CALLS": "7", "FOOTER": "false"},
+			Sandbox{MemoryBytes: 8 << 20, MaxCalls: 7, QueueWait: time.Second},
 			on(func(o *Output) { o.SizeFooter, o.TruncateAt = false, 1000 }),
 		},
 	}
@@ -207,7 +207,7 @@ gateway:
 			"kiln.yaml:6: gateway.output.size_footer: is a list; want a single value",
 			`kiln.yaml:7: gateway.output.truncate_at: empty value; give a value (quote an empty string as "") or remove the key`,
 		}},
-		{"duplicates", "version: 1\ngateway:\n  sandbox: {}\n  sandbox: {}\n  output: {truncate_at: 1, truncate_at: 2}\n", nil, []string{
+		{"duplicates", "version: 1\ngateway:\n  sandbox: {}\n  sandbox: {}\n  output: {truncate_at: 1000, truncate_at: 2000}\n", nil, []string{
 			"kiln.yaml:4: gateway.sandbox: set twice (first at line 3); remove or rename one",
 			"kiln.yaml:5: gateway.output.truncate_at: set twice (first at line 5); remove or rename one",
 		}},
@@ -316,22 +316,24 @@ func TestParseSize(t *testing.T) {
 func TestSchemaAcceptsSectionValues(t *testing.T) {
 	sch := compileSchema(t)
 	values := []struct{ key, val string }{
-		{"sandbox.memory", "1048576"},
-		{"sandbox.memory", `"1048576"`},
+		{"sandbox.memory", "8388608"},
+		{"sandbox.memory", `"8388608"`},
 		{"sandbox.memory", "1.5 GB"},
 		{"sandbox.memory", "${MEM:-50MiB}"},
 		{"sandbox.max_calls", `"3"`},
 		{"output.size_footer", "false"},
 		{"output.size_footer", `"true"`},
 	}
+	// Every unit, at a count within sandbox.memory's bounds (4MiB to 4GiB).
+	counts := map[string]string{"B": "8388608", "KB": "8000", "KiB": "8192", "MB": "8", "MiB": "8", "GB": "2", "GiB": "2"}
 	for _, u := range sizeUnitNames {
-		values = append(values, struct{ key, val string }{"sandbox.memory", "2" + u})
+		values = append(values, struct{ key, val string }{"sandbox.memory", counts[u] + u})
 	}
 	for _, v := range values {
 		section, key, _ := strings.Cut(v.key, ".")
 		text := "version: 1\ngateway:\n  " + section + ":\n    " + key + ": " + v.val + "\n"
 		t.Run(v.key+"="+strconv.Quote(v.val), func(t *testing.T) {
-			if _, err := loadYAML(t, text, map[string]string{"MEM": "1MiB"}, ""); err != nil {
+			if _, err := loadYAML(t, text, map[string]string{"MEM": "8MiB"}, ""); err != nil {
 				t.Errorf("loader: %v", err)
 			}
 			if err := sch.Validate(yamlInstance(t, []byte(text))); err != nil {

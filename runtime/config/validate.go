@@ -66,7 +66,7 @@ func (c *checker) duration(v value, def time.Duration) time.Duration {
 		c.p.addValue(v, "must be positive, got %s; use e.g. 30s", strconv.Quote(v.raw))
 		ok = false
 	}
-	if !ok {
+	if !ok || !c.inBound(v, int64(d), unitDuration) {
 		return def
 	}
 	return d
@@ -99,6 +99,9 @@ func (c *checker) positive(v value, def, example int) int {
 	n, err := strconv.Atoi(strings.TrimSpace(v.s))
 	if err != nil || n <= 0 {
 		c.p.addValue(v, "want a positive whole number such as %d, got %s", example, strconv.Quote(v.raw))
+		return def
+	}
+	if !c.inBound(v, int64(n), unitCount) {
 		return def
 	}
 	return n
