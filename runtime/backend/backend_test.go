@@ -68,6 +68,22 @@ func TestStdioSnapshotKeepsRawSchemas(t *testing.T) {
 	}
 }
 
+// TestSnapshotRefusesNonObjectSchema: a live tool list with a tool whose
+// inputSchema is not an object schema is refused, naming the tool and the
+// fix, for record and for kiln serve alike.
+func TestSnapshotRefusesNonObjectSchema(t *testing.T) {
+	c := dial(t, stdioConfig(t, "badschema"))
+	_, err := c.Snapshot(t.Context())
+	if !errors.Is(err, manifest.ErrInputSchema) {
+		t.Fatalf("Snapshot = %v, want ErrInputSchema", err)
+	}
+	for _, want := range []string{`backend "test"`, `tool "shout"`, `"type" is "string"`, "must publish an object schema"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
 func sorted(s []string) []string {
 	out := append([]string(nil), s...)
 	for i := range out {

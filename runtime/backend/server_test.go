@@ -75,6 +75,17 @@ func init() {
 		signal.Ignore(syscall.SIGTERM)
 		go func() { _ = server.ServeStdio(testServer()) }()
 		select {}
+	case "badschema":
+		// A real server that publishes a tool whose arguments are a string.
+		s := testServer()
+		s.AddTool(mcp.NewToolWithRawSchema("shout", "Takes a bare string.", json.RawMessage(`{"type":"string"}`)),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("?"), nil
+			})
+		if err := server.ServeStdio(s); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
 	default:
 		if err := server.ServeStdio(testServer()); err != nil {
 			fmt.Fprintln(os.Stderr, err)

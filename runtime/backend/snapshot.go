@@ -90,6 +90,11 @@ func (c *Conn) listTools(ctx context.Context) ([]manifest.Tool, error) {
 			if len(t.InputSchema) == 0 || string(t.InputSchema) == "null" {
 				t.InputSchema = json.RawMessage(`{"type":"object"}`)
 			}
+			if err := manifest.CheckInputSchema(t); err != nil {
+				// The whole list is refused: serving the tool would validate
+				// every call against a shape that cannot hold arguments.
+				return nil, fmt.Errorf("backend %q: tools/list: %w; the backend must publish an object schema for every tool", c.name, err)
+			}
 			tools = append(tools, t)
 		}
 	}

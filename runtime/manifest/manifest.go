@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -196,11 +197,64 @@ func Decode(raw []byte) (*Manifest, error) {
 			return nil, fmt.Errorf("invalid manifest: tool %q appears twice", t.Name)
 		}
 		seen[t.Name] = true
-		if len(t.InputSchema) == 0 {
-			return nil, fmt.Errorf("invalid manifest: tool %q has no inputSchema", t.Name)
+		if err := CheckInputSchema(t); err != nil {
+			return nil, fmt.Errorf("invalid manifest: %w; fix the backend and re-record it with `kiln-gen record`", err)
 		}
 	}
 	return &m, nil
+}
+
+// ErrInputSchema matches every inputSchema CheckInputSchema refuses.
+var ErrInputSchema = errors.New("invalid inputSchema")
+
+// CheckInputSchema checks that a tool's inputSchema is what MCP requires: a
+// JSON Schema object for an object of arguments. Anything else (a string, a
+// list, an object schema of "type": "string") cannot describe named
+// arguments: emit would generate nonsense and every call would be
+// validated against the wrong shape. The record, the emit and the live
+// tool lists of kiln serve all pass through it.
+func CheckInputSchema(t Tool) error {
+	if len(bytes.TrimSpace(t.InputSchema)) == 0 {
+		return fmt.Errorf("tool %q: %w: missing; a tool needs an object schema such as {\"type\":\"object\",\"properties\":{}}", t.Name, ErrInputSchema)
+	}
+	var schema any
+	if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+		return fmt.Errorf("tool %q: %w: not JSON (%v)", t.Name, ErrInputSchema, err)
+	}
+	obj, ok := schema.(map[string]any)
+	if !ok {
+		return fmt.Errorf("tool %q: %w: it is %s, not an object; a tool's inputSchema is an object schema such as {\"type\":\"object\",\"properties\":{}}", t.Name, ErrInputSchema, jsonKind(schema))
+	}
+	if typ, present := obj["type"]; present && typ != "object" {
+		got := jsonKind(typ)
+		if s, ok := typ.(string); ok && len(s) <= 40 {
+			got = strconv.Quote(s)
+		}
+		return fmt.Errorf("tool %q: %w: \"type\" is %s; a tool's arguments are an object, so the type must be \"object\"", t.Name, ErrInputSchema, got)
+	}
+	if props, present := obj["properties"]; present {
+		if _, ok := props.(map[string]any); !ok {
+			return fmt.Errorf("tool %q: %w: \"properties\" is %s; it maps each argument's name to its schema", t.Name, ErrInputSchema, jsonKind(props))
+		}
+	}
+	return nil
+}
+
+// jsonKind names the JSON type of a decoded value for an error message.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case []any:
+		return "a list"
+	}
+	return "an object"
 }
 
 // ReadDir loads every *.json manifest in dir, sorted by backend name. A file

@@ -52,7 +52,13 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown field", `{"version":1,"backend":"b","tools":[],"extra":1}`, "unknown field"},
 		{"empty backend", `{"version":1,"backend":""}`, `"backend" is empty`},
 		{"duplicate tool", `{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":{}},{"name":"t","inputSchema":{}}]}`, "appears twice"},
-		{"no schema", `{"version":1,"backend":"b","tools":[{"name":"t"}]}`, "no inputSchema"},
+		{"no schema", `{"version":1,"backend":"b","tools":[{"name":"t"}]}`, `tool "t": invalid inputSchema: missing`},
+		{"null schema", `{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":null}]}`, `tool "t": invalid inputSchema: it is null, not an object`},
+		{"string schema", `{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":"object"}]}`, `tool "t": invalid inputSchema: it is a string, not an object; a tool's inputSchema is an object schema such as {"type":"object","properties":{}}`},
+		{"list schema", `{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":[]}]}`, "it is a list"},
+		{"string type", `{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":{"type":"string"}}]}`, `tool "t": invalid inputSchema: "type" is "string"; a tool's arguments are an object, so the type must be "object"`},
+		{"type list", `{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":{"type":["object","null"]}}]}`, `"type" is a list`},
+		{"properties not an object", `{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":{"type":"object","properties":[]}}]}`, `"properties" is a list`},
 		{"not json", `{`, "invalid JSON"},
 	}
 	for _, tc := range tests {
@@ -62,6 +68,10 @@ func TestDecodeErrors(t *testing.T) {
 				t.Errorf("Decode = %v, want mention of %q", err, tc.want)
 			}
 		})
+	}
+	if _, err := Decode([]byte(`{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":1}]}`)); !errors.Is(err, ErrInputSchema) ||
+		!strings.Contains(err.Error(), "re-record") {
+		t.Errorf("schema error does not wrap ErrInputSchema or lacks the fix: %v", err)
 	}
 	if _, err := Decode([]byte(`{"version":9,"backend":"b"}`)); !errors.Is(err, ErrVersion) {
 		t.Errorf("version error does not wrap ErrVersion: %v", err)
@@ -92,7 +102,34 @@ func TestReadDirChecksFileNames(t *testing.T) {
 	}
 }
 
+// TestReadDirNamesFileAndTool: a manifest with a non-object inputSchema is
+// refused with its file, the tool and the fix.
+func TestReadDirNamesFileAndTool(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "b.json")
+	raw := `{"version":1,"backend":"b","transport":"stdio","tools":[{"name":"ok","inputSchema":{"type":"object"}},{"name":"bad","inputSchema":{"type":"string"}}]}`
+	if err := os.WriteFile(path, []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadDir(dir)
+	for _, want := range []string{path, `tool "bad"`, `"type" is "string"`, "kiln-gen record"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ReadDir = %v, want mention of %q", err, want)
+		}
+	}
+}
+
+func TestCheckInputSchemaAccepts(t *testing.T) {
+	for _, schema := range []string{`{"type":"object"}`, `{}`, `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`} {
+		if err := CheckInputSchema(Tool{Name: "t", InputSchema: json.RawMessage(schema)}); err != nil {
+			t.Errorf("CheckInputSchema(%s) = %v, want nil", schema, err)
+		}
+	}
+}
+
 func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":"object"}]}`))
+	f.Add([]byte(`{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":{"type":"string","properties":[]}}]}`))
 	f.Add([]byte(`{"version":1,"backend":"b","transport":"stdio","tools":[{"name":"t","inputSchema":{"type":"object"}}]}`))
 	f.Add([]byte(`{"version":1,"backend":"b","tools":[{"name":"t","inputSchema":{"a":[1,2.50,{"b":null}]}}],"prompts":[{"name":"p"}]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {

@@ -53,10 +53,6 @@ var Manifest = &manifest.Manifest{
 		InputSchema: json.RawMessage(`{"properties":{},"type":"object"}`),
 		Name:        "a\"b\\c",
 	}, {
-		Description: "Top-level array.",
-		InputSchema: json.RawMessage(`{"items":{"properties":{"a":{"type":"string"}},"type":"object"},"type":"array"}`),
-		Name:        "array-args",
-	}, {
 		Description: "Deletes things. Second sentence is dropped.",
 		InputSchema: json.RawMessage(`{"properties":{"$schema":{"type":"string"},"2fa":{"description":"Leading digit.","type":"boolean"},"@type":{"type":"string"},"URL":{"type":"string"},"_id":{"type":"string"},"func":{"type":"boolean"},"id":{"type":"string"},"num-results":{"description":"Hyphenated.","type":"integer"},"numResults":{"description":"Camel.","type":"integer"},"num_results":{"description":"Underscored.","type":"integer"},"type":{"description":"Go keyword as a property.","type":"string"},"url":{"type":"string"},"user id":{"type":"string"},"x-api-key":{"type":"string"},"中文":{"description":"关键词。第二句。","type":"string"}},"required":["type","num-results"],"type":"object"}`),
 		Name:        "delete",
@@ -105,10 +101,6 @@ var Manifest = &manifest.Manifest{
 		Description: "Raw string fallback.",
 		InputSchema: json.RawMessage("{\"properties\":{\"p\":{\"description\":\"has ` and \ufeff and \\r\",\"type\":\"string\"}},\"type\":\"object\"}"),
 		Name:        "schema-backtick",
-	}, {
-		Description: "Not an object.",
-		InputSchema: json.RawMessage(`{"type":"string"}`),
-		Name:        "string-args",
 	}, {
 		Description: "Go keyword.",
 		InputSchema: json.RawMessage(`{"properties":{"value":{"type":"string"}},"type":"object"}`),
@@ -207,19 +199,6 @@ func ABC(ctx context.Context, c toolcall.Caller, args ABCArgs) (*toolcall.Result
 
 // ABCArgs is the arguments object of tool "a\"b\\c".
 type ABCArgs struct{}
-
-// ArrayArgs calls tool "array-args". Top-level array.
-func ArrayArgs(ctx context.Context, c toolcall.Caller, args ArrayArgsArgs) (*toolcall.Result, error) {
-	return toolcall.Call(ctx, c, Backend, "array-args", args)
-}
-
-// ArrayArgsArgs is the arguments of tool "array-args", whose schema has no Go type.
-type ArrayArgsArgs = []ArrayArgsArgsItem
-
-// ArrayArgsArgsItem is the "Item" object of ArrayArgsArgs.
-type ArrayArgsArgsItem struct {
-	A *string `json:"a,omitempty"`
-}
 
 // Delete calls tool "delete". Deletes things.
 func Delete(ctx context.Context, c toolcall.Caller, args DeleteArgs) (*toolcall.Result, error) {
@@ -352,14 +331,6 @@ type SchemaBacktickArgs struct {
 	// has ` and and.
 	P *string `json:"p,omitempty"`
 }
-
-// StringArgs calls tool "string-args". Not an object.
-func StringArgs(ctx context.Context, c toolcall.Caller, args StringArgsArgs) (*toolcall.Result, error) {
-	return toolcall.Call(ctx, c, Backend, "string-args", args)
-}
-
-// StringArgsArgs is the arguments of tool "string-args", whose schema has no Go type.
-type StringArgsArgs = string
 
 // Type calls tool "type". Go keyword.
 func Type(ctx context.Context, c toolcall.Caller, args TypeArgs) (*toolcall.Result, error) {
