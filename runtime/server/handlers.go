@@ -80,7 +80,7 @@ func (s *Server) searchTools(_ context.Context, raw json.RawMessage) *toolcall.R
 	}
 	if len(out) == 0 {
 		return toolcall.Text(fmt.Sprintf("No tool matches %q. Try other words (what the tool does, not its name), or list_tools_meta to browse all %d tools.",
-			a.TaskDescription, len(s.opts.Registry.Tools())))
+			cut(a.TaskDescription, maxQuoted), len(s.opts.Registry.Tools())))
 	}
 	return jsonResult(map[string]any{"results": out})
 }
@@ -113,14 +113,12 @@ func encodeCursor(offset int) string {
 
 func decodeCursor(c string) (int, error) {
 	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) < 3 || string(b[:2]) != "o:" {
-		return 0, fmt.Errorf("invalid cursor %q: pass next_cursor exactly as returned, or omit it for the first page", c)
+	if err == nil && len(b) >= 3 && string(b[:2]) == "o:" {
+		if n, err := strconv.Atoi(string(b[2:])); err == nil && n >= 0 {
+			return n, nil
+		}
 	}
-	n, err := strconv.Atoi(string(b[2:]))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("invalid cursor %q: pass next_cursor exactly as returned, or omit it for the first page", c)
-	}
-	return n, nil
+	return 0, fmt.Errorf("invalid cursor %q: pass next_cursor exactly as returned, or omit it for the first page", cut(c, maxQuoted))
 }
 
 func (s *Server) listToolsMeta(_ context.Context, raw json.RawMessage) *toolcall.Result {

@@ -13,7 +13,10 @@ const (
 )
 
 // Limits advertised in the schemas; the handlers rely on validation to
-// enforce them.
+// enforce them. The schemas also bound every string argument that an
+// error may quote (task_description 1000 characters, tool_name 300, cursor
+// 100): a megabyte query must not come back whole, nor cost a fuzzy match
+// against every tool name.
 const (
 	defaultSearchLimit = 10
 	maxSearchLimit     = 50
@@ -31,7 +34,7 @@ var metaTools = []metaTool{
 			"(backend.tool, one-line description, a call example). Start here, then use tool_info for a tool's full schema " +
 			"and call_tool_chain to run it.",
 		`{"type":"object","properties":{
-"task_description":{"type":"string","minLength":1,"description":"What you want to do, e.g. \"read a file\" or \"search the web for news\"."},
+"task_description":{"type":"string","minLength":1,"maxLength":1000,"description":"What you want to do in a sentence or two (at most 1000 characters), e.g. \"read a file\" or \"search the web for news\"."},
 "limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"How many tools to return (1-50)."},
 "brief":{"type":"boolean","default":true,"description":"true: first sentence of each description and a call example; false: full descriptions and parameter lists."}},
 "required":["task_description"],"additionalProperties":false}`},
@@ -39,21 +42,21 @@ var metaTools = []metaTool{
 		"List every backend tool by name (backend.tool) with a one-line description, one page at a time. " +
 			"Pass the returned next_cursor to get the next page.",
 		`{"type":"object","properties":{
-"cursor":{"type":"string","description":"next_cursor from the previous page; omit for the first page."},
+"cursor":{"type":"string","maxLength":100,"description":"next_cursor from the previous page; omit for the first page."},
 "page_size":{"type":"integer","minimum":1,"maximum":200,"default":50,"description":"Tools per page (1-200)."}},
 "additionalProperties":false}`},
 	{toolInfo,
 		"Describe one backend tool. detail \"brief\" gives its parameters and a call example; \"full\" gives the exact " +
 			"input schema the backend published (and output schema and annotations when it has them).",
 		`{"type":"object","properties":{
-"tool_name":{"type":"string","minLength":1,"description":"backend.tool, or a bare tool name when only one backend has it."},
+"tool_name":{"type":"string","minLength":1,"maxLength":300,"description":"backend.tool, or a bare tool name when only one backend has it."},
 "detail":{"type":"string","enum":["brief","full"],"default":"brief","description":"brief or full."}},
 "required":["tool_name"],"additionalProperties":false}`},
 	{toolKeys,
 		"List the environment variables the tool's backend needs (from kiln's config) and whether each is set. " +
 			"Values are never shown.",
 		`{"type":"object","properties":{
-"tool_name":{"type":"string","minLength":1,"description":"backend.tool, or a bare tool name when only one backend has it."}},
+"tool_name":{"type":"string","minLength":1,"maxLength":300,"description":"backend.tool, or a bare tool name when only one backend has it."}},
 "required":["tool_name"],"additionalProperties":false}`},
 	{toolChain,
 		"Run backend tools. code is either a JSON call {\"tool\": \"backend.tool\", \"arguments\": {...}} or TypeScript " +

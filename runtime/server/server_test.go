@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -320,5 +321,41 @@ func TestResources(t *testing.T) {
 	list, err := readResource(t, c, "kiln://backends")
 	if err != nil || !strings.Contains(list, `"name": "everything"`) {
 		t.Errorf("kiln://backends = %v %s", err, list)
+	}
+}
+
+// TestLongArgumentsAreNotEchoed: a megabyte argument is refused by the
+// schema without being quoted back, and what an answer quotes of a
+// client's string is a short prefix.
+func TestLongArgumentsAreNotEchoed(t *testing.T) {
+	c := newTestServer(t)
+	huge := strings.Repeat("zqxj ", 200_000) // 1 MB that matches nothing
+	tests := []struct {
+		name, tool, arg string
+		want            string
+	}{
+		{"search", "search_tools", "task_description", "/task_description: maxLength: got 1,000,000, want 1,000"},
+		{"tool_info", "tool_info", "tool_name", "/tool_name: maxLength: got 1,000,000, want 300"},
+		{"required keys", "get_required_keys_for_tool", "tool_name", "/tool_name: maxLength: got 1,000,000, want 300"},
+		{"cursor", "list_tools_meta", "cursor", "/cursor: maxLength: got 1,000,000, want 100"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text, isErr := call(t, c, tc.tool, map[string]any{tc.arg: huge})
+			if !isErr || !strings.Contains(text, tc.want) || len(text) > 1000 {
+				t.Errorf("%s with a 1 MB %s: isError=%v, %d bytes, want an error saying %q:\n%.300s", tc.tool, tc.arg, isErr, len(text), tc.want, text)
+			}
+		})
+	}
+	// Within the bounds, the quotes are cut on a rune boundary.
+	query := strings.Repeat("ж", 999)
+	text := expectText(t, c, "search_tools", map[string]any{"task_description": query}, false, []string{"No tool matches", "…"}, nil)
+	if strings.Contains(text, strings.Repeat("ж", 50)) || !utf8.ValidString(text) {
+		t.Errorf("no-match answer quotes too much of the query, or cuts a character:\n%s", text)
+	}
+	cursor := strings.Repeat("!", 100)
+	text = expectText(t, c, "list_tools_meta", map[string]any{"cursor": cursor}, true, []string{"invalid cursor", "…"}, nil)
+	if strings.Contains(text, cursor) {
+		t.Errorf("invalid cursor error quotes the whole cursor:\n%s", text)
 	}
 }

@@ -15,6 +15,10 @@ func FirstSentence(s string, max int) string {
 	return cut(strings.Join(strings.Fields(registry.FirstSentence(s)), " "), max)
 }
 
+// maxQuoted bounds, in bytes, how much of a client's argument an answer or
+// an error quotes back: enough to recognise it, never a flood.
+const maxQuoted = 80
+
 // cut shortens s to at most max bytes on a rune boundary, with "…" when
 // cut.
 func cut(s string, max int) string {
