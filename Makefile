@@ -42,8 +42,11 @@ tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.jso
 ## generate: record live backends into manifests/, then emit generated/
 generate: record emit
 
+# The default kiln.yaml declares every committed manifest, so recording it
+# prunes the manifests of backends removed from it; another CONFIG may
+# declare only some backends, so its record lists the others and keeps them.
 record: peers
-	$(GO) run ./cmd/kiln-gen record --config $(CONFIG) --manifests manifests
+	$(GO) run ./cmd/kiln-gen record --config $(CONFIG) --manifests manifests $(if $(filter kiln.yaml,$(CONFIG)),--prune)
 
 # With SEMANTIC=1, emit also freezes tool vectors with gateway.semantic.model of $(CONFIG).
 emit: $(if $(SEMANTIC),llama)

@@ -26,6 +26,10 @@ type Options struct {
 	Progress io.Writer
 	// Version is kiln's version, sent to backends as clientInfo.
 	Version string
+	// Prune deletes the manifests of backends the config does not declare.
+	// Without it they are listed and kept: a config that declares only some
+	// backends (a test config, a second project) must not delete the rest.
+	Prune bool
 }
 
 // Outcome is what happened to one backend.
@@ -102,9 +106,10 @@ func count(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// Run records every enabled backend into dir and removes manifests of
-// backends no longer declared in the config. Backends that fail keep their
-// previous manifest; Run then returns an error wrapping ErrFailed.
+// Run records every enabled backend into dir, then deletes (Options.Prune)
+// or lists the manifests of backends the config does not declare. Backends
+// that fail keep their previous manifest; Run then returns an error
+// wrapping ErrFailed.
 func Run(ctx context.Context, cfg *config.Config, dir string, opts Options) error {
 	progress := opts.Progress
 	if progress == nil {
@@ -121,7 +126,7 @@ func Run(ctx context.Context, cfg *config.Config, dir string, opts Options) erro
 			return fmt.Errorf("write manifest for %q: %w", o.Backend, err)
 		}
 	}
-	if err := prune(dir, cfg, progress); err != nil {
+	if err := prune(dir, cfg, opts.Prune, progress); err != nil {
 		return err
 	}
 	if len(failed) > 0 {
@@ -130,16 +135,35 @@ func Run(ctx context.Context, cfg *config.Config, dir string, opts Options) erro
 	return nil
 }
 
-// prune deletes manifests whose backend is no longer in the config, so a
-// removed backend disappears from the next emit and the review diff shows it.
-func prune(dir string, cfg *config.Config, progress io.Writer) error {
+// undeclared returns the manifests in dir whose backend cfg does not
+// declare, sorted.
+func undeclared(dir string, cfg *config.Config) ([]string, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range paths {
+		if _, ok := cfg.Backend(strings.TrimSuffix(filepath.Base(p), ".json")); !ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// prune deletes manifests whose backend is no longer in the config, so a
+// removed backend disappears from the next emit and the review diff shows
+// it; without del it only says which it would delete and how.
+func prune(dir string, cfg *config.Config, del bool, progress io.Writer) error {
+	stale, err := undeclared(dir, cfg)
 	if err != nil {
 		return err
 	}
-	for _, p := range paths {
+	for _, p := range stale {
 		name := strings.TrimSuffix(filepath.Base(p), ".json")
-		if _, ok := cfg.Backend(name); ok {
+		if !del {
+			fmt.Fprintf(progress, "- %s: kept %s, which %s does not declare (pass --prune to delete it)\n", name, p, cfg.Path)
 			continue
 		}
 		if err := os.Remove(p); err != nil {

@@ -139,3 +139,39 @@ func TestUsageErrors(t *testing.T) {
 		t.Errorf("--version: %d %q", code, out)
 	}
 }
+
+// TestRecordPrunesOnlyWhenAsked: a config that does not declare a
+// committed manifest's backend keeps that manifest and says so; --prune
+// deletes it.
+func TestRecordPrunesOnlyWhenAsked(t *testing.T) {
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "manifests")
+	full := writeConfig(t, dir, map[string]string{"words": "serve", "other": "serve"})
+	if code, out, errOut := run(t, "record", "--config", full, "--manifests", manifests); code != exitOK {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	other := filepath.Join(manifests, "other.json")
+
+	partial := writeConfig(t, t.TempDir(), map[string]string{"words": "serve"})
+	code, out, errOut := run(t, "record", "--config", partial, "--manifests", manifests)
+	if code != exitOK {
+		t.Fatalf("record without --prune: exit %d\n%s%s", code, out, errOut)
+	}
+	if want := "- other: kept " + other + ", which " + partial + " does not declare (pass --prune to delete it)"; !strings.Contains(out, want) {
+		t.Errorf("record without --prune does not list the undeclared manifest; want %q in:\n%s", want, out)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("record without --prune deleted %s: %v", other, err)
+	}
+
+	code, out, errOut = run(t, "record", "--config", partial, "--manifests", manifests, "--prune")
+	if code != exitOK || !strings.Contains(out, "- other: removed "+other) {
+		t.Errorf("record --prune: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Errorf("record --prune kept %s: %v", other, err)
+	}
+	if _, err := os.Stat(filepath.Join(manifests, "words.json")); err != nil {
+		t.Errorf("record --prune deleted a declared backend's manifest: %v", err)
+	}
+}
