@@ -87,7 +87,7 @@ func RunWith(manifestsDir, outDir string, opts Options) error {
 	if err != nil {
 		return err
 	}
-	return Write(outDir, files)
+	return WriteTree(outDir, files)
 }
 
 // Files returns the generated tree for ms as paths relative to generated/
@@ -245,6 +245,9 @@ func render(f *jen.File) ([]byte, error) {
 // caches survive a no-op emit). It then removes the generated files it owns
 // that are no longer produced (*.gen.go files carrying the generated
 // header, one directory level deep) and directories that leaves empty.
+//
+// Write changes outDir file by file; WriteTree (what emit runs) uses it on a
+// copy of the tree and swaps the copy in.
 func Write(outDir string, files map[string][]byte) error {
 	paths := make([]string, 0, len(files))
 	for p := range files {
@@ -258,6 +261,9 @@ func Write(outDir string, files map[string][]byte) error {
 		}
 		if err := atomicfile.Write(dst, files[p]); err != nil {
 			return fmt.Errorf("emit: write %s: %w", dst, err)
+		}
+		if crash("wrote " + p) {
+			return errCrashed
 		}
 	}
 	return removeStale(outDir, files)

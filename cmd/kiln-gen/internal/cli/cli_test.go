@@ -175,3 +175,48 @@ func TestRecordPrunesOnlyWhenAsked(t *testing.T) {
 		t.Errorf("record --prune deleted a declared backend's manifest: %v", err)
 	}
 }
+
+// TestEmitRepairsAnInterruptedEmit: what a killed emit leaves beside
+// generated/ (a half-built work folder, or the previous tree moved aside
+// between the two renames of the portable swap) is cleaned up by the next
+// emit, which writes the whole tree.
+func TestEmitRepairsAnInterruptedEmit(t *testing.T) {
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "manifests")
+	cfg := writeConfig(t, dir, map[string]string{"words": "serve"})
+	if code, out, errOut := run(t, "record", "--config", cfg, "--manifests", manifests); code != exitOK {
+		t.Fatalf("record: exit %d\n%s%s", code, out, errOut)
+	}
+	out := filepath.Join(dir, "generated")
+	if code, stdout, errOut := run(t, "emit", "--manifests", manifests, "--out", out); code != exitOK {
+		t.Fatalf("emit: exit %d\n%s%s", code, stdout, errOut)
+	}
+	want, err := os.ReadFile(filepath.Join(out, "words", "words.gen.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A kill between the renames: the tree moved aside, a half tree built.
+	if err := os.Rename(out, filepath.Join(dir, ".generated.emit-old")); err != nil {
+		t.Fatal(err)
+	}
+	half := filepath.Join(dir, ".generated.emit-tmp", "words")
+	if err := os.MkdirAll(half, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(half, ".words.gen.go.tmp123"), []byte("package wo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, errOut := run(t, "emit", "--manifests", manifests, "--out", out); code != exitOK {
+		t.Fatalf("emit after an interrupted emit: exit %d\n%s%s", code, stdout, errOut)
+	}
+	got, err := os.ReadFile(filepath.Join(out, "words", "words.gen.go"))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("words.gen.go after repair: %v\n%s", err, got)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".generated.") {
+			t.Errorf("emit left %s beside generated/", e.Name())
+		}
+	}
+}
