@@ -29,6 +29,7 @@ func (b *builder) gateway() Gateway {
 		g.StateDir = v.s
 	}
 	g.StateDir = b.abs(g.StateDir)
+	b.env.builtin[StateDirVar] = g.StateDir
 	g.CallTimeout = b.duration(get("call_timeout"), def.CallTimeout)
 	g.ConnectTimeout = b.duration(get("connect_timeout"), def.ConnectTimeout)
 	g.MaxOutputSize = b.positive(get("max_output_size"), def.MaxOutputSize, def.MaxOutputSize)

@@ -23,7 +23,8 @@
 // Variables come from the process environment, then from a .env file beside
 // the config; the process environment is never modified. A ${VAR} that is
 // unset expands to "" and is reported through Backend.Vars rather than as an
-// error, so kiln can tell a model which keys a tool needs.
+// error, so kiln can tell a model which keys a tool needs. ${KILN_STATE_DIR}
+// is kiln's own: the absolute state folder, for backends' settings only.
 //
 // Environment overrides are named after the key path, upper-cased with '.'
 // and '-' turned into '_': KILN_GATEWAY_CALL_TIMEOUT=10s,

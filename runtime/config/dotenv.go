@@ -12,14 +12,22 @@ import (
 // envNameRE is the shape of a variable name in .env files and ${…}.
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// lookup resolves variables: the process environment (or the injected
-// Getenv) first, then the .env file, which never overrides what is set.
+// lookup resolves variables: kiln's own (StateDirVar) first, then the
+// process environment (or the injected Getenv), then the .env file, which
+// never overrides what is set.
 type lookup struct {
 	getenv func(string) (string, bool)
 	dotenv map[string]string
+	// builtin holds kiln's own variables once they are known; shared by
+	// every copy of the lookup.
+	builtin map[string]string
 }
 
 func (l lookup) get(name string) (string, bool) {
+	if isBuiltin(name) {
+		v, ok := l.builtin[name]
+		return v, ok
+	}
 	if v, ok := l.getenv(name); ok {
 		return v, true
 	}

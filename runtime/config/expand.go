@@ -6,6 +6,16 @@ import (
 	"unicode/utf8"
 )
 
+// StateDirVar expands, in a backend's settings, to the absolute
+// gateway.state_dir. A server that resolves relative paths against its own
+// install folder (server-memory's MEMORY_FILE_PATH lands in node_modules)
+// needs an absolute path, and a config compiled into the binary has no
+// folder of its own to write one against. It is kiln's, never read from
+// the environment.
+const StateDirVar = "KILN_STATE_DIR"
+
+func isBuiltin(name string) bool { return name == StateDirVar }
+
 // maxNesting bounds ${A:-${B:-…}} nesting; real configs use one level.
 const maxNesting = 8
 

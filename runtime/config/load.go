@@ -79,7 +79,7 @@ func LoadBytesWith(data []byte, label, dir string, opts LoadOptions) (*Config, e
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	env := lookup{getenv: opts.Getenv}
+	env := lookup{getenv: opts.Getenv, builtin: map[string]string{}}
 	if env.getenv == nil {
 		env.getenv = os.LookupEnv
 	}

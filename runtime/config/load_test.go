@@ -69,7 +69,7 @@ func TestLoadFull(t *testing.T) {
 				Args:      []string{"tests/node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"},
 				Env: map[string]string{
 					"GITHUB_TOKEN":     "ghp_x",
-					"MEMORY_FILE_PATH": ".kiln/memory.json",
+					"MEMORY_FILE_PATH": filepath.Join(dir, "state", "memory.json"),
 					"PORT":             "3101",
 				},
 				Cwd:           filepath.Dir(dir),
@@ -79,7 +79,6 @@ func TestLoadFull(t *testing.T) {
 				Enabled:       true,
 				Vars: []VarRef{
 					{Name: "GITHUB_TOKEN", Key: "backends.everything.env.GITHUB_TOKEN", Set: true},
-					{Name: "KILN_STATE_DIR", Key: "backends.everything.env.MEMORY_FILE_PATH", HasDefault: true},
 				},
 			},
 			{

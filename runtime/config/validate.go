@@ -42,6 +42,13 @@ func (c *checker) expand(v value) value {
 	}
 	v.s = s
 	for _, r := range refs {
+		if isBuiltin(r.name) {
+			if !r.set {
+				v.bad = true
+				c.p.addValue(v, "${%s} is kiln's state folder, known once the gateway section is read; use it in backends' settings, not in gateway", r.name)
+			}
+			continue // kiln's own, not a key a tool needs
+		}
 		c.refs = append(c.refs, VarRef{Name: r.name, Key: v.key, HasDefault: r.hasDefault, Set: r.set})
 		if !r.set && !r.hasDefault {
 			v.unset = append(v.unset, "${"+r.name+"}")
