@@ -5,7 +5,9 @@ package kiln
 
 import _ "embed"
 
-// DefaultConfig is the repository's kiln.yaml.
+// DefaultConfig is kiln.default.yaml: the backends of the repository's
+// kiln.yaml, started with npx at their pinned versions rather than from
+// tests/node_modules, so a release binary works from any folder.
 //
-//go:embed kiln.yaml
+//go:embed kiln.default.yaml
 var DefaultConfig []byte

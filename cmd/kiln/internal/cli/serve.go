@@ -199,7 +199,7 @@ func loadServeConfig(path string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return config.LoadBytes(kiln.DefaultConfig, "embedded kiln.yaml", wd)
+	return config.LoadBytes(kiln.DefaultConfig, "embedded kiln.default.yaml", wd)
 }
 
 // frontDoor is the HTTP listener and its guard.
