@@ -14,8 +14,8 @@ const (
 
 // Limits advertised in the schemas; the handlers rely on validation to
 // enforce them. The schemas also bound every string argument that an
-// error may quote (task_description 1000 characters, tool_name 300, cursor
-// 100): a megabyte query must not come back whole, nor cost a fuzzy match
+// error may quote (task_description 1000 characters, tool_name 300, cursor,
+// manual_name and a registered backend's name 100): a megabyte query must not come back whole, nor cost a fuzzy match
 // against every tool name.
 const (
 	defaultSearchLimit = 10
@@ -75,7 +75,7 @@ var metaTools = []metaTool{
 		`{"type":"object","properties":{
 "manual_call_template":{"type":"object","description":"The backend: {name, transport: http|sse|stdio, url, headers, command, args, env, timeout, max_concurrent}.",
 "properties":{
-"name":{"type":"string","pattern":"^[a-z][a-z0-9_-]*$","description":"Backend name; its tools are called name.tool."},
+"name":{"type":"string","pattern":"^[a-z][a-z0-9_-]*$","maxLength":100,"description":"Backend name; its tools are called name.tool."},
 "transport":{"type":"string","enum":["http","sse","stdio"]},
 "url":{"type":"string","description":"http, sse: the server's address."},
 "headers":{"type":"object","additionalProperties":{"type":"string"},"description":"http, sse: headers sent with every request."},
@@ -89,6 +89,6 @@ var metaTools = []metaTool{
 	{toolDeregister,
 		"Remove a backend added with register_manual.",
 		`{"type":"object","properties":{
-"manual_name":{"type":"string","minLength":1,"description":"The name given to register_manual."}},
+"manual_name":{"type":"string","minLength":1,"maxLength":100,"description":"The name given to register_manual."}},
 "required":["manual_name"],"additionalProperties":false}`},
 }

@@ -338,6 +338,7 @@ func TestLongArgumentsAreNotEchoed(t *testing.T) {
 		{"tool_info", "tool_info", "tool_name", "/tool_name: maxLength: got 1,000,000, want 300"},
 		{"required keys", "get_required_keys_for_tool", "tool_name", "/tool_name: maxLength: got 1,000,000, want 300"},
 		{"cursor", "list_tools_meta", "cursor", "/cursor: maxLength: got 1,000,000, want 100"},
+		{"deregister", "deregister_manual", "manual_name", "/manual_name: maxLength: got 1,000,000, want 100"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
