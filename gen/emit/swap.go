@@ -16,6 +16,10 @@ import (
 // holding the old tree or the new one, never a mix, plus at most the
 // clearly named work folders, which the next emit removes first.
 func WriteTree(outDir string, files map[string][]byte) error {
+	// Swap the folder a link points at, not the link.
+	if real, err := filepath.EvalSymlinks(outDir); err == nil {
+		outDir = real
+	}
 	tmp, old := workDirs(outDir)
 	if err := recoverSwap(outDir, tmp, old); err != nil {
 		return err

@@ -186,3 +186,22 @@ func TestFailedEmitCleansUp(t *testing.T) {
 		t.Errorf("a failed emit left %v", got)
 	}
 }
+
+// TestEmitThroughALink: an output folder reached through a symbolic link
+// stays a link to the folder that now holds the new tree.
+func TestEmitThroughALink(t *testing.T) {
+	manifests, out, _, newTree := swapFixture(t)
+	link := filepath.Join(t.TempDir(), "gen-link")
+	if err := os.Symlink(out, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(manifests, link); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", fi, err)
+	}
+	if diff := cmp.Diff(newTree, readTree(t, out)); diff != "" {
+		t.Errorf("the linked folder (-want +got):\n%s", diff)
+	}
+}
