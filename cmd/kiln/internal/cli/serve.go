@@ -120,7 +120,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) }})
 	disp.Start(ctx)
 	defer disp.Close()
-	go cat.Restore(ctx)
+	// Restored registrations are listed before the first request; their
+	// backends connect in the background.
+	cat.Restore(ctx)
 	if cfg.FromFile {
 		go watchConfig(ctx, cfg, time.Second, log, func(next *config.Config) {
 			scrubber.Learn(secretValues(next)...)
