@@ -44,6 +44,17 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	knobs, err := parseDebug(os.Getenv("KILNDEBUG"))
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitUsage
+	}
+	stopProfiles, err := startProfiles(knobs)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	}
+	defer stopProfiles()
 
 	cfg, err := loadServeConfig(*cfgPath)
 	if err != nil {
