@@ -86,7 +86,9 @@ backends:
 
 // TestRegistrationsPersist restarts kiln with gateway.registration.persist
 // on: a backend registered in the first run is back in the second, and one
-// deregistered is not.
+// deregistered is not. The kept backend takes 4 s to start, so the second
+// run shows it listed and searchable from its last known tools before it
+// connects, and its first call waiting for it rather than failing.
 func TestRegistrationsPersist(t *testing.T) {
 	cfg := fmt.Sprintf(`version: 1
 gateway:
@@ -98,7 +100,7 @@ backends: {}
 `, t.TempDir(), faultBin(t))
 	first := startFaultKilnWith(t, cfg)
 	for _, name := range []string{"kept", "dropped"} {
-		if _, r := first.register(name, nil, nil); r.IsError {
+		if _, r := first.register(name, map[string]string{"FAULT_START_DELAY": "4s"}, nil); r.IsError {
 			t.Fatal(r.Text())
 		}
 	}
@@ -108,10 +110,15 @@ backends: {}
 	first.c.Close()
 
 	second := startFaultKilnWith(t, cfg)
-	eventually(t, "the persisted backend is restored", func() bool {
-		r := second.chain(t.Context(), `await kept.echo({text: "restored"})`)
-		return !r.IsError && strings.Contains(r.Text(), "restored")
-	})
+	if r := second.call(t.Context(), "search_tools", map[string]any{"task_description": "echo text back"}, nil); r.IsError || !strings.Contains(r.Text(), "kept.echo") {
+		t.Errorf("restored backend not searchable at start: %s", r.Text())
+	}
+	if st := second.resource("kiln://backend/kept"); !strings.Contains(st, "starting") {
+		t.Errorf("restored backend should still be connecting at this point: %s", st)
+	}
+	if r := second.chain(t.Context(), `await kept.echo({text: "restored"})`); r.IsError || !strings.Contains(r.Text(), "restored") {
+		t.Errorf("first call to a restored backend: %s", r.Text())
+	}
 	if r := second.chain(t.Context(), `{"tool":"dropped.echo","arguments":{"text":"x"}}`); !r.IsError {
 		t.Errorf("a deregistered backend came back: %s", r.Text())
 	}

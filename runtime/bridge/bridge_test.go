@@ -314,3 +314,30 @@ func TestRefCallsTheRightTool(t *testing.T) {
 		t.Errorf("Ref for names outside the table = %q", got)
 	}
 }
+
+func TestUnbindRemovesOnlyTheNamedBackends(t *testing.T) {
+	backends := []Backend{
+		{Name: "kept", Tools: []manifest.Tool{{Name: "echo"}}},
+		{Name: "my-secret", Tools: []manifest.Tool{{Name: "read"}}},
+		{Name: "console", Tools: []manifest.Tool{{Name: "log"}}}, // a host-owned name
+	}
+	rt, _ := runtimeWith(t, backends)
+	if got := run(t, rt, `typeof my_secret + typeof globalThis["my-secret"]`).String(); got != "objectobject" {
+		t.Fatalf("before Unbind: %s", got)
+	}
+	run(t, rt, Unbind([]Backend{backends[1], backends[2]}))
+	checks := map[string]string{
+		`typeof my_secret`:                  "undefined",
+		`typeof globalThis["my-secret"]`:    "undefined",
+		`typeof kept.echo`:                  "function",
+		`String(globalThis.console.marker)`: "42", // the host's console stays
+	}
+	for src, want := range checks {
+		if got := run(t, rt, src).String(); got != want {
+			t.Errorf("%s = %q, want %q", src, got, want)
+		}
+	}
+	if Unbind(nil) != "" {
+		t.Error("Unbind(nil) should be empty")
+	}
+}

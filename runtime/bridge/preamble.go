@@ -149,3 +149,30 @@ func jsString(s string) string {
 	q, _ := json.Marshal(s) // a string always marshals
 	return string(q)
 }
+
+// Unbind returns a script that removes the named backends' globals which
+// an earlier preamble bound (its identifier and, when it was bound, its
+// original name), so a backend compiled in but left out of the running
+// config is not reachable from a program. A global the host owns is left
+// alone: only a name still holding the backend's object is deleted.
+func Unbind(backends []Backend) string {
+	if len(backends) == 0 {
+		return ""
+	}
+	t := Lookup(backends)
+	var b bytes.Buffer
+	b.WriteString(`(function () {
+"use strict";
+const drop = (ident, name) => {
+  const o = globalThis[ident];
+  if (o === null || typeof o !== "object" || !Object.isFrozen(o)) return;
+  try { delete globalThis[ident]; } catch (e) { return; }
+  if (name !== ident && globalThis[name] === o) { try { delete globalThis[name]; } catch (e) {} }
+};
+`)
+	for _, e := range t.backends {
+		b.WriteString("drop(" + jsString(e.ident) + ", " + jsString(e.name) + ");\n")
+	}
+	b.WriteString("})();\n")
+	return b.String()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -78,6 +79,11 @@ type Catalog struct {
 	dynamic map[string]json.RawMessage // definitions registered at run time, by name
 	pending map[string]bool            // registrations still connecting
 	view    atomic.Pointer[View]
+	// hidden are compiled backends the running config does not name: out
+	// of the registry, the search index and the sandbox; unbind is the
+	// script that removes their globals from the compiled preamble.
+	hidden []string
+	unbind string
 
 	// refreshing serializes refreshes per backend, so an older tool list
 	// fetched slowly never replaces a newer one.
@@ -92,6 +98,7 @@ func New(opts Options) *Catalog {
 	}
 	c := &Catalog{opts: opts, log: log, cfg: opts.Config, compiled: map[string]*manifest.Manifest{},
 		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}}
+	c.hideUndeclared()
 	for _, b := range opts.Registry.Backends() {
 		if b.Compiled {
 			c.compiled[b.Name()] = b.Manifest
@@ -107,6 +114,28 @@ func New(opts Options) *Catalog {
 	}
 	c.publishLocked()
 	return c
+}
+
+// hideUndeclared removes from the registry every compiled backend the
+// config does not name: a kiln binary run with another config shows what
+// that config serves, not what it was built with.
+func (c *Catalog) hideUndeclared() {
+	var gone []bridge.Backend
+	for _, b := range c.opts.Registry.Backends() {
+		if b.Compiled && !c.declared(b.Name()) {
+			gone = append(gone, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
+			c.hidden = append(c.hidden, b.Name())
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	for _, name := range c.hidden {
+		c.opts.Registry.Remove(name)
+	}
+	c.unbind = bridge.Unbind(gone)
+	c.log.Info("compiled backends not named in the config are not served: their tools, resources and prompts appear nowhere",
+		"backends", strings.Join(c.hidden, ","), "config", c.cfg.Path)
 }
 
 // View returns the current view.
@@ -137,11 +166,12 @@ func (c *Catalog) publishLocked() {
 		}
 	}
 	v := &View{Search: c.opts.Search, Table: bridge.Lookup(bridged), Bridge: bridged}
+	changed = append(changed, c.hidden...)
 	if len(changed) > 0 {
 		// A changed backend with no tools left must still hide its
 		// compiled ones.
 		v.Search = c.opts.Search.With(extra, changed...)
-		v.Extra = string(bridge.Preamble(bridged))
+		v.Extra = c.unbind + string(bridge.Preamble(bridged))
 	}
 	c.view.Store(v)
 }

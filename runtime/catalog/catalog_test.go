@@ -150,3 +150,41 @@ func TestAdmissionPolicy(t *testing.T) {
 		t.Errorf("over the cap: %v", err)
 	}
 }
+
+func TestCompiledBackendsLeftOutOfTheConfigAreHidden(t *testing.T) {
+	reg := registry.New()
+	var docs []search.Doc
+	for _, m := range []*manifest.Manifest{
+		{Version: 1, Backend: "notes", Tools: []manifest.Tool{tool("read_note", "Read a note.")}},
+		{Version: 1, Backend: "vault", Tools: []manifest.Tool{tool("read_secret", "Read a secret note.")}},
+	} {
+		if err := reg.Add(m, true); err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range m.Tools {
+			docs = append(docs, search.NewDoc(m.Backend, tl.Name, "", tl.Description, tl.InputSchema))
+		}
+	}
+	cfg := &config.Config{Gateway: config.DefaultGateway(), Backends: []config.Backend{{Name: "notes"}}}
+	c := New(Options{Registry: reg, Backends: &liveTools{}, Config: cfg, Search: Lexical(search.Build(docs))})
+
+	if _, ok := reg.Backend("vault"); ok {
+		t.Error("vault is still in the registry")
+	}
+	v := c.View()
+	hits := v.Search.Search("read secret note", search.Options{Limit: 10})
+	if len(hits) == 0 {
+		t.Fatal("search finds nothing; want notes.read_note")
+	}
+	for _, h := range hits {
+		if strings.HasPrefix(h.ID, "vault.") {
+			t.Errorf("search finds hidden tool %s", h.ID)
+		}
+	}
+	if _, ok := v.Table.BackendIdent("vault"); ok {
+		t.Error("the bridge table still binds vault")
+	}
+	if !strings.Contains(v.Extra, `drop("vault", "vault")`) || strings.Contains(v.Extra, `"read_secret"`) {
+		t.Errorf("the sandbox preamble must unbind vault and not bind its tools:\n%.400s", v.Extra)
+	}
+}

@@ -23,10 +23,13 @@ import (
 // message says which setting would allow it.
 var ErrRefused = errors.New("registration refused")
 
-// persisted is the state file's form of one registration.
+// persisted is the state file's form of one registration. Manifest is the
+// backend's last known offer, so a restored backend is listed, searchable
+// and bound in the sandbox at start, before it connects again.
 type persisted struct {
-	Name       string          `json:"name"`
-	Definition json.RawMessage `json:"definition"`
+	Name       string             `json:"name"`
+	Definition json.RawMessage    `json:"definition"`
+	Manifest   *manifest.Manifest `json:"manifest,omitempty"`
 }
 
 // registrationsFile is where registrations persist, under the state dir.
@@ -188,7 +191,11 @@ func (c *Catalog) persistLocked() {
 	}
 	var out []persisted
 	for _, name := range slices.Sorted(maps.Keys(c.dynamic)) {
-		out = append(out, persisted{Name: name, Definition: c.dynamic[name]})
+		p := persisted{Name: name, Definition: c.dynamic[name]}
+		if b, ok := c.opts.Registry.Backend(name); ok {
+			p.Manifest = b.Manifest
+		}
+		out = append(out, p)
 	}
 	data, _ := json.MarshalIndent(out, "", "  ") // raw definitions were valid JSON
 	path := filepath.Join(c.cfg.Gateway.StateDir, registrationsFile)
@@ -198,8 +205,12 @@ func (c *Catalog) persistLocked() {
 	}
 }
 
-// Restore re-registers the backends a previous run persisted. Each one
-// that fails is logged and dropped from the file.
+// Restore re-registers the backends a previous run persisted. A backend
+// saved with its last known tools is listed and searchable at once and
+// connects in the background (calls to it wait for the connection, as
+// calls to a configured backend do); one saved without them (an older
+// state file) registers as register_manual does, off the caller's path.
+// A definition the policy now refuses is logged and dropped.
 func (c *Catalog) Restore(ctx context.Context) {
 	c.mu.Lock()
 	cfg := c.cfg
@@ -220,12 +231,52 @@ func (c *Catalog) Restore(ctx context.Context) {
 		c.log.Warn("could not read persisted registrations; ignoring them", "path", path, "err", err)
 		return
 	}
+	var legacy []persisted
 	for _, p := range saved {
-		if _, err := c.Register(ctx, p.Name, p.Definition); err != nil {
+		if p.Manifest == nil || p.Manifest.Backend != p.Name {
+			legacy = append(legacy, p)
+			continue
+		}
+		if err := c.restore(p); err != nil {
 			c.log.Warn("could not restore a runtime registration", "backend", p.Name, "err", err)
 		}
 	}
 	c.mu.Lock()
 	c.persistLocked()
 	c.mu.Unlock()
+	if len(legacy) == 0 {
+		return
+	}
+	go func() {
+		for _, p := range legacy {
+			if _, err := c.Register(ctx, p.Name, p.Definition); err != nil {
+				c.log.Warn("could not restore a runtime registration", "backend", p.Name, "err", err)
+			}
+		}
+	}()
+}
+
+// restore registers a saved backend from its last known manifest and
+// starts connecting it without waiting.
+func (c *Catalog) restore(p persisted) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, err := c.admitLocked(p.Name, p.Definition)
+	if err != nil {
+		return err
+	}
+	if c.opts.OnAdmit != nil {
+		c.opts.OnAdmit(b)
+	}
+	if err := c.opts.Registry.Add(p.Manifest, false); err != nil {
+		return fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	if err := c.opts.Backends.AddBackend(b); err != nil {
+		c.opts.Registry.Remove(p.Name)
+		return fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	c.dynamic[p.Name] = p.Definition
+	c.publishLocked()
+	c.log.Info("runtime registration restored from its last known tools; connecting", "backend", p.Name, "tools", len(p.Manifest.Tools))
+	return nil
 }

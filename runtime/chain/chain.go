@@ -116,10 +116,19 @@ func (e *Engine) Run(ctx context.Context, req Request) *toolcall.Result {
 	if e.opts.Scrub != nil {
 		res = e.opts.Scrub(res)
 	}
+	if req.Timeout > e.opts.MaxTimeout {
+		res = withNote(res, fmt.Sprintf("[kiln: the requested timeout %s is above gateway.sandbox.max_timeout (%s); this run was limited to %s]",
+			req.Timeout, e.opts.MaxTimeout, e.opts.MaxTimeout))
+	}
 	out := e.opts.Output
 	out.Intent = req.Intent
 	if req.MaxOutputSize > 0 {
 		out.MaxOutputSize = req.MaxOutputSize
+		// A caller who asks for more than the shrinking thresholds wants
+		// the output whole up to that size: raise them with the cap, or
+		// any value would still come back cut at TruncateAt.
+		out.TruncateAt = max(out.TruncateAt, req.MaxOutputSize)
+		out.ChunkThreshold = max(out.ChunkThreshold, req.MaxOutputSize)
 	}
 	res, st := pipeline.Result(res, out)
 	if e.opts.Counter != nil {
@@ -177,6 +186,14 @@ func errorResult(err error) *toolcall.Result {
 		return toolcall.Errorf("call_tool_chain timed out; pass a larger timeout (milliseconds) or split the work")
 	}
 	return toolcall.Errorf("%s", strings.TrimSpace(err.Error()))
+}
+
+// withNote puts a text block of kiln's own before the result's content,
+// where truncation keeps it.
+func withNote(r *toolcall.Result, note string) *toolcall.Result {
+	out := *r
+	out.Content = append([]json.RawMessage{toolcall.Text(note).Content[0]}, r.Content...)
+	return &out
 }
 
 // tag records the tier in the result's _meta, keeping any _meta the

@@ -127,3 +127,39 @@ func TestProgramValueKeepsScriptOrderAndText(t *testing.T) {
 		t.Errorf("tier-3 value re-encoded: %s", text)
 	}
 }
+
+// bigText answers every call with one text block of n bytes.
+type bigText int
+
+func (n bigText) CallTool(context.Context, string, string, json.RawMessage) (*toolcall.Result, error) {
+	return toolcall.Text(strings.Repeat("abcdefghij", int(n)/10)), nil
+}
+
+func TestMaxOutputSizeAboveTruncationReturnsTheWholeOutput(t *testing.T) {
+	e, _ := newEngine(t)
+	e.opts.Caller = bigText(500_000)
+	call := `{"tool":"my-backend.get-data","arguments":{}}`
+	if got := len(e.Run(t.Context(), Request{Code: call}).TextContent()); got >= 500_000 {
+		t.Fatalf("without max_output_size the 500 KB output came back whole (%d bytes); the default should shorten it", got)
+	}
+	r := e.Run(t.Context(), Request{Code: call, MaxOutputSize: 1_000_000})
+	if got := r.TextContent(); got != strings.Repeat("abcdefghij", 50_000) {
+		t.Fatalf("max_output_size 1,000,000: got %d bytes, want the 500,000-byte output unchanged", len(got))
+	}
+	r = e.Run(t.Context(), Request{Code: call, MaxOutputSize: 100_000})
+	if got := len(r.TextContent()); got > 100_000 || got < 90_000 {
+		t.Fatalf("max_output_size 100,000: got %d bytes, want just under the cap", got)
+	}
+}
+
+func TestTimeoutAboveMaxIsReported(t *testing.T) {
+	e, _ := newEngine(t)
+	r := e.Run(t.Context(), Request{Code: `{"tool":"my-backend.get-data","arguments":{}}`, Timeout: 2 * e.opts.MaxTimeout})
+	if r.IsError || !strings.Contains(r.TextContent(), "above gateway.sandbox.max_timeout (5m0s); this run was limited to 5m0s") {
+		t.Fatalf("a timeout above max_timeout must be reported: %s", r.TextContent())
+	}
+	r = e.Run(t.Context(), Request{Code: `{"tool":"my-backend.get-data","arguments":{}}`, Timeout: e.opts.MaxTimeout})
+	if strings.Contains(r.TextContent(), "max_timeout") {
+		t.Fatalf("a timeout within max_timeout gets no note: %s", r.TextContent())
+	}
+}

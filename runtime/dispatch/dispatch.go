@@ -150,7 +150,7 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 		return nil, &Error{Code: CodeInvalidArgs, Backend: backendName, Tool: tool, Err: err,
 			Message: fmt.Sprintf("%s: %v\nExpected arguments: %s\nCall tool_info with tool_name %q and detail \"full\" for the whole schema.", id, err, t.Signature(), id)}
 	}
-	s, conn, lim, err := d.conn(backendName, tool)
+	s, conn, lim, deadline, err := d.awaitConn(ctx, backendName, tool)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,9 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 
 	callOpts, done := d.obs.track(ctx, backendName)
 	defer done()
-	cctx, cancel := context.WithTimeout(ctx, lim.timeout)
+	// Time spent waiting for a starting backend counts against the call's
+	// own timeout: the caller was promised one bound, not two.
+	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	res, err := conn.CallTool(cctx, tool, args, callOpts)
 	switch {
@@ -196,28 +198,75 @@ type limits struct {
 	queueWait time.Duration
 }
 
+// awaitConn returns the backend's live connection like conn, but a call to
+// a backend that is still connecting waits for it, up to the call's own
+// timeout, instead of failing: the first call after start (or after a
+// registration restored at start) must not fail only because it came
+// early. It returns the deadline the call itself must keep.
+func (d *Dispatcher) awaitConn(ctx context.Context, name, tool string) (*slot, *backend.Conn, limits, time.Time, error) {
+	var deadline time.Time
+	var timer *time.Timer
+	for {
+		s, conn, lim, wait, err := d.connOrWait(name, tool)
+		if deadline.IsZero() {
+			deadline = time.Now().Add(lim.timeout)
+		}
+		if wait == nil {
+			if timer != nil {
+				timer.Stop()
+			}
+			return s, conn, lim, deadline, err
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, nil, lim, deadline, &Error{Code: CodeCanceled, Backend: name, Tool: tool, Err: ctx.Err(),
+				Message: fmt.Sprintf("%s.%s was canceled while backend %q was still connecting", name, tool, name)}
+		case <-timer.C:
+			return nil, nil, lim, deadline, &Error{Code: CodeStarting, Backend: name, Tool: tool,
+				Message: fmt.Sprintf("backend %q did not finish connecting within the call's timeout (%s); tool %s.%s is known but could not be called. Read kiln://backend/%s for its state and last stderr lines, then retry",
+					name, lim.timeout, name, tool, name)}
+		}
+	}
+}
+
 // conn returns the backend's slot and live connection, or an error saying
-// why there is none and what the caller can do.
+// why there is none and what the caller can do. A starting backend is an
+// error here; calls use awaitConn, which waits for it.
 func (d *Dispatcher) conn(name, tool string) (*slot, *backend.Conn, limits, error) {
+	s, conn, lim, wait, err := d.connOrWait(name, tool)
+	if wait != nil {
+		return nil, nil, lim, &Error{Code: CodeStarting, Backend: name, Tool: tool,
+			Message: fmt.Sprintf("backend %q is still connecting; read kiln://backend/%s for its state", name, name)}
+	}
+	return s, conn, lim, err
+}
+
+// connOrWait is conn's answer, or, for a starting backend, a channel that
+// closes at its next state change.
+func (d *Dispatcher) connOrWait(name, tool string) (*slot, *backend.Conn, limits, <-chan struct{}, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.slots[name]
 	if !ok {
-		return nil, nil, limits{}, &Error{Code: CodeNotConfigured, Backend: name, Tool: tool,
+		return nil, nil, limits{timeout: d.cfg.Gateway.CallTimeout}, nil, &Error{Code: CodeNotConfigured, Backend: name, Tool: tool,
 			Message: fmt.Sprintf("backend %q is compiled into kiln but not declared in its config; add backends.%s to %s to use it", name, name, d.cfg.EditHint())}
 	}
 	lim := limits{timeout: cmp.Or(s.cfg.Timeout, d.cfg.Gateway.CallTimeout), queueWait: s.cfg.QueueWait}
 	switch s.state {
 	case StateHealthy:
-		return s, s.conn, lim, nil
+		return s, s.conn, lim, nil, nil
 	case StateStarting:
-		return nil, nil, lim, &Error{Code: CodeStarting, Backend: name, Tool: tool,
-			Message: fmt.Sprintf("backend %q is still starting, retry in a moment; tool %s.%s is known but its backend has not connected yet", name, name, tool)}
+		return nil, nil, lim, s.changed, nil
 	case StateDisabled:
-		return nil, nil, lim, &Error{Code: CodeUnavailable, Backend: name, Tool: tool,
+		return nil, nil, lim, nil, &Error{Code: CodeUnavailable, Backend: name, Tool: tool,
 			Message: fmt.Sprintf("backend %q is disabled (backends.%s.enabled: false)", name, name)}
 	default:
-		return nil, nil, lim, &Error{Code: CodeUnavailable, Backend: name, Tool: tool, Err: s.err, Message: s.unavailable()}
+		return nil, nil, lim, nil, &Error{Code: CodeUnavailable, Backend: name, Tool: tool, Err: s.err, Message: s.unavailable()}
 	}
 }
 

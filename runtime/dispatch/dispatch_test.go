@@ -25,7 +25,7 @@ func newDispatcher(t *testing.T) *Dispatcher {
 	}
 	cfg := &config.Config{Path: "kiln.yaml", FromFile: true, Gateway: config.DefaultGateway(), Backends: []config.Backend{
 		{Name: "off", Transport: config.TransportStdio, Command: "true", Enabled: false},
-		{Name: "starting", Transport: config.TransportStdio, Command: "true", Enabled: true},
+		{Name: "starting", Transport: config.TransportStdio, Command: "true", Enabled: true, Timeout: 50 * time.Millisecond},
 	}}
 	// Start is never called: "starting" stays in its initial state.
 	d := New(reg, cfg, Options{})
@@ -40,7 +40,7 @@ func TestCallToolStates(t *testing.T) {
 		code                Code
 		mention             []string
 	}{
-		{"still starting", "starting", `{"a":1}`, CodeStarting, []string{`backend "starting" is still starting, retry in a moment`}},
+		{"still starting: waits up to the call timeout", "starting", `{"a":1}`, CodeStarting, []string{`backend "starting" did not finish connecting within the call's timeout (50ms)`, "kiln://backend/starting"}},
 		{"disabled", "off", `{"a":1}`, CodeUnavailable, []string{"disabled", "backends.off.enabled"}},
 		{"compiled but not configured", "orphan", `{"a":1}`, CodeNotConfigured, []string{"not declared in its config", "add backends.orphan to kiln.yaml"}},
 		{"invalid arguments before any dispatch", "starting", `{"a":"one"}`, CodeInvalidArgs, []string{"/a", "want number", "Expected arguments: {a: number}", "tool_info"}},

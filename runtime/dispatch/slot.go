@@ -49,13 +49,16 @@ type slot struct {
 
 	ready     chan struct{} // closed when the first connect attempt ends
 	readyOnce sync.Once
-	cancel    context.CancelFunc
-	exited    chan struct{} // closed when the supervising goroutine returns
+	// changed is closed and replaced on every state change, so calls
+	// waiting for a starting backend wake without polling.
+	changed chan struct{}
+	cancel  context.CancelFunc
+	exited  chan struct{} // closed when the supervising goroutine returns
 }
 
 func (d *Dispatcher) newSlot(b config.Backend, dynamic bool) *slot {
 	s := &slot{d: d, dynamic: dynamic, cfg: b, state: StateStarting, since: time.Now(),
-		ready: make(chan struct{}), exited: make(chan struct{}), sem: make(chan struct{}, max(b.MaxConcurrent, 1))}
+		ready: make(chan struct{}), exited: make(chan struct{}), changed: make(chan struct{}), sem: make(chan struct{}, max(b.MaxConcurrent, 1))}
 	if !b.Enabled {
 		s.state = StateDisabled
 		close(s.ready)
@@ -143,6 +146,7 @@ func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
 	connectTimeout := s.d.cfg.Gateway.ConnectTimeout
 	if !first {
 		s.state, s.since = StateStarting, time.Now()
+		s.signalLocked()
 	}
 	s.d.mu.Unlock()
 	start := time.Now()
@@ -158,6 +162,7 @@ func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
 	}
 	s.d.mu.Lock()
 	s.state, s.conn, s.err, s.since, s.retry, s.failures, s.lastOK = StateHealthy, conn, nil, time.Now(), time.Time{}, 0, time.Now()
+	s.signalLocked()
 	s.d.mu.Unlock()
 	s.d.log.Info("backend connected", "backend", name, "protocol", conn.ProtocolVersion(), "took", time.Since(start).Round(time.Millisecond))
 	if s.d.opts.OnConnect != nil {
@@ -172,6 +177,7 @@ func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
 func (s *slot) scheduleRestart(cause error, wait time.Duration) bool {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
+	defer s.signalLocked()
 	now := time.Now()
 	wasUp := s.conn != nil
 	s.conn = nil
@@ -242,6 +248,7 @@ func (s *slot) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) 
 				s.retry = time.Now().Add(next)
 			}
 		}
+		s.signalLocked()
 		s.d.mu.Unlock()
 		timer.Reset(next)
 	}
@@ -251,7 +258,15 @@ func (s *slot) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) 
 func (s *slot) set(st State, err error) {
 	s.d.mu.Lock()
 	s.state, s.err, s.since, s.conn = st, err, time.Now(), nil
+	s.signalLocked()
 	s.d.mu.Unlock()
+}
+
+// signalLocked wakes every call waiting on the slot's state; called with
+// d.mu held after a change.
+func (s *slot) signalLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // acquire takes one of the backend's call slots, waiting up to

@@ -30,6 +30,9 @@ func init() {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "fatal: cannot start")
 		os.Exit(2)
+	case "slow":
+		// Connects late, as a backend that loads a lot at start does.
+		time.Sleep(300 * time.Millisecond)
 	}
 	s := server.NewMCPServer("supervised", "1", server.WithToolCapabilities(true))
 	s.AddTool(mcp.NewTool("pid"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -62,8 +65,20 @@ func init() {
 	os.Exit(0)
 }
 
-// supervised starts a dispatcher over one backend run by this test binary.
+// supervised starts a dispatcher over one backend run by this test binary
+// and waits for its first connect attempt.
 func supervised(t *testing.T, mode string, tune func(*config.Config)) *Dispatcher {
+	t.Helper()
+	d := supervisedStarted(t, mode, tune)
+	if err := d.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// supervisedStarted is supervised without the wait: the backend may still
+// be connecting when it returns.
+func supervisedStarted(t *testing.T, mode string, tune func(*config.Config)) *Dispatcher {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -90,10 +105,39 @@ func supervised(t *testing.T, mode string, tune func(*config.Config)) *Dispatche
 	d.firstRetry, d.maxRetry = 20*time.Millisecond, 100*time.Millisecond
 	d.Start(t.Context())
 	t.Cleanup(func() { d.Close() })
-	if err := d.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	return d
+}
+
+func TestFirstCallWaitsForAStartingBackend(t *testing.T) {
+	d := supervisedStarted(t, "slow", nil)
+	if st := d.Status()[0]; st.State != StateStarting {
+		t.Fatalf("state right after Start = %s, want starting", st.State)
+	}
+	res, err := d.CallTool(t.Context(), "sup", "pid", nil)
+	if err != nil {
+		t.Fatalf("first call while the backend connects: %v", err)
+	}
+	if _, err := strconv.Atoi(res.TextContent()); err != nil {
+		t.Errorf("first call answered %q, want the backend's pid", res.TextContent())
+	}
+}
+
+func TestFirstCallToABackendThatFailsToStartFailsAtOnce(t *testing.T) {
+	// The call waits while the backend starts, but its failure ends the
+	// wait: the call does not sit out its whole 20 s timeout.
+	d := supervisedStarted(t, "exit", nil)
+	_, err := d.CallTool(t.Context(), "sup", "pid", nil)
+	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "fatal: cannot start") || !strings.Contains(err.Error(), "kiln://backend/sup") {
+		t.Fatalf("call to a backend that failed to start: %v", err)
+	}
+}
+
+func TestWaitingCallKeepsItsTimeout(t *testing.T) {
+	d := supervisedStarted(t, "slow", func(c *config.Config) { c.Backends[0].Timeout = 50 * time.Millisecond })
+	_, err := d.CallTool(t.Context(), "sup", "pid", nil)
+	if CodeOf(err) != CodeStarting || !strings.Contains(err.Error(), "within the call's timeout (50ms)") {
+		t.Fatalf("call whose timeout ends before the backend connects: %v", err)
+	}
 }
 
 // waitFor polls the backend's status until ok holds or the test's

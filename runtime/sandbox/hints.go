@@ -108,7 +108,7 @@ var (
 func (r *run) hint(header, stack string) string {
 	backends := r.backends()
 	if backend, ok := r.failures[strings.TrimPrefix(header, "Error: ")]; ok {
-		return fmt.Sprintf("backend %q did not answer; it may be starting or down. Check it with list_tools_meta and retry; other backends still work", backend)
+		return fmt.Sprintf("backend %q did not answer; it may be down. Read the resource kiln://backend/%s for its state and last stderr lines before retrying; other backends still work", backend, backend)
 	}
 	if strings.HasPrefix(header, "ReferenceError: Cannot access") {
 		if name := r.shadowed(stack, backends); name != "" {
@@ -124,10 +124,28 @@ func (r *run) hint(header, stack string) string {
 	return ""
 }
 
+// backends lists what the script can reach, each backend once: the extra
+// preamble's bindings replace the compiled ones of the same backend, and a
+// compiled backend the gateway no longer serves is left out.
 func (r *run) backends() []bridgeBackend {
-	all := slices.Clone(r.sb.preamble.names.backends)
+	var all []bridgeBackend
+	seen := map[string]bool{}
 	if r.extra != nil {
-		all = append(all, r.extra.names.backends...)
+		for _, b := range r.extra.names.backends {
+			seen[b.Name] = true
+			all = append(all, b)
+		}
+	}
+	var served []string
+	if r.sb.opts.Backends != nil {
+		served = r.sb.opts.Backends()
+	}
+	for _, b := range r.sb.preamble.names.backends {
+		if seen[b.Name] || (served != nil && b.Name != "" && !slices.Contains(served, b.Name)) {
+			continue
+		}
+		seen[b.Name] = true
+		all = append(all, b)
 	}
 	return all
 }
@@ -137,7 +155,7 @@ func (r *run) undefinedHint(name string, backends []bridgeBackend) string {
 		return fmt.Sprintf("%s is one of the gateway's meta-tools, which cannot be called inside call_tool_chain; call it as a separate MCP tool call", name)
 	}
 	if r.sb.opts.Backends != nil && slices.Contains(r.sb.opts.Backends(), name) {
-		return fmt.Sprintf("backend %q is configured but not available right now (it is down or still starting); check it with list_tools_meta and retry", name)
+		return fmt.Sprintf("backend %q is configured but down right now, so its tools are not bound; read the resource kiln://backend/%s for its state and last stderr lines, and retry once it is healthy", name, name)
 	}
 	var offering []string
 	var idents []string

@@ -321,7 +321,7 @@ func TestHints(t *testing.T) {
 		{"shadowing", "const github = await github.search_repositories({q: 'x'});\nreturn github", "github is a backend name"},
 		{"misspelled backend", `return await githb.create_issue({})`, "did you mean github?"},
 		{"backend unavailable", `return await exa.down({})`, `backend "exa" did not answer`},
-		{"configured but not bridged", `return await slack.post({})`, `backend "slack" is configured but not available`},
+		{"configured but not bridged", `return await slack.post({})`, `backend "slack" is configured but down right now`},
 		{"meta-tool", `return await search_tools({query: "x"})`, "meta-tools"},
 		{"bare tool name", `return await create_issue({title: "x"})`, "call it on its backend: github.create_issue"},
 		{"missing tool", `return await github.create_issu({})`, "did you mean create_issue?"},
@@ -458,5 +458,28 @@ func BenchmarkPromiseAllOverlap(b *testing.B) {
 		if out.IsError {
 			b.Fatal(out.Error)
 		}
+	}
+}
+
+func TestHintListsEachBackendOnce(t *testing.T) {
+	sb, _ := newTestSandbox(t, Limits{}, nil)
+	// A full extra preamble rebinds every compiled backend, as the catalog
+	// sends once any backend drifted or registered at run time.
+	extra := string(bridge.Preamble(testBackends))
+	out, err := sb.Run(t.Context(), `return await zzqqxx.call({})`, RunOptions{ExtraPreamble: extra})
+	if err != nil || !out.IsError {
+		t.Fatalf("Run: %v %+v", err, out)
+	}
+	_, list, ok := strings.Cut(out.Error, "backends are available as globals: ")
+	if !ok {
+		t.Fatalf("no backend list in the hint:\n%s", out.Error)
+	}
+	list, _, _ = strings.Cut(list, ";")
+	seen := map[string]bool{}
+	for _, b := range strings.Split(list, ", ") {
+		if seen[b] {
+			t.Errorf("backend %s listed twice: %s", b, list)
+		}
+		seen[b] = true
 	}
 }

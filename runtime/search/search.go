@@ -266,17 +266,20 @@ func (ix *Index) queryWords(sc *scratch, query string) {
 	sc.tbuf, sc.terms, sc.pairs = sc.tbuf[:0], sc.terms[:0], sc.pairs[:0]
 	prev := -1
 	sc.tok.each(query, func(t []byte) {
+		// A repeated word pairs with its first occurrence: the pair must
+		// name a term that exists, or a query ending in a repeat reads
+		// past sc.terms.
+		i := sc.indexTerm(t)
+		if i < 0 {
+			i = len(sc.terms)
+			start := len(sc.tbuf)
+			sc.tbuf = append(sc.tbuf, t...)
+			sc.terms = append(sc.terms, [2]int32{int32(start), int32(len(sc.tbuf))})
+		}
 		if ix.cfg.Bigram != 0 && prev >= 0 {
-			sc.pairs = append(sc.pairs, [2]int32{int32(prev), int32(len(sc.terms))})
+			sc.pairs = append(sc.pairs, [2]int32{int32(prev), int32(i)})
 		}
-		if i := sc.indexTerm(t); i >= 0 {
-			prev = i
-			return
-		}
-		prev = len(sc.terms)
-		start := len(sc.tbuf)
-		sc.tbuf = append(sc.tbuf, t...)
-		sc.terms = append(sc.terms, [2]int32{int32(start), int32(len(sc.tbuf))})
+		prev = i
 	})
 }
 

@@ -322,3 +322,32 @@ func TestConcurrentSearch(t *testing.T) {
 		<-done
 	}
 }
+
+// A repeated query word pairs with its first occurrence. Before, the pair
+// pointed at a term never added: a query ending in a repeat panicked, and
+// a repeat elsewhere paired the wrong words.
+func TestSearchRepeatedWords(t *testing.T) {
+	ix := Build(corpus())
+	for _, q := range []string{"weather forecast weather", "file read file", "search web search web search", "file file"} {
+		if hits := ix.Search(q, Options{}); len(hits) == 0 {
+			t.Errorf("Search(%q): no hits", q)
+		}
+	}
+	expectSearch(t, ix, "weather forecast weather", "weather.get-forecast")
+}
+
+// FuzzSearch: no query, however odd, panics a search or a try-also.
+func FuzzSearch(f *testing.F) {
+	for _, q := range []string{"weather forecast weather", "read file", "websrch", "serch", "天气 天气", "", "a b a b a", strings.Repeat("x ", 300)} {
+		f.Add(q)
+	}
+	ix := Build(corpus())
+	f.Fuzz(func(t *testing.T, q string) {
+		for _, h := range ix.Search(q, Options{Limit: 5}) {
+			if h.ID == "" {
+				t.Fatalf("Search(%q): hit without an ID", q)
+			}
+		}
+		ix.TryAlso("web", q, 3)
+	})
+}

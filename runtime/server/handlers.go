@@ -62,27 +62,87 @@ func (s *Server) searchTools(_ context.Context, raw json.RawMessage) *toolcall.R
 	}
 	brief := a.Brief == nil || *a.Brief
 	hits := s.opts.Search.Search(a.TaskDescription, search.Options{Limit: limit, Boost: s.opts.Boost})
+	if brief {
+		return s.briefAnswer(a.TaskDescription, hits)
+	}
 	out := make([]searchResult, 0, len(hits))
 	for _, h := range hits {
 		t, err := s.opts.Registry.Resolve(h.ID)
 		if err != nil {
 			continue // removed since the index was built
 		}
-		r := searchResult{Tool: t.ID(), Backend: t.Backend, Example: t.Example(s.ref), MatchedBy: h.Tier.String(),
-			TryAlso: s.opts.Search.TryAlso(t.Backend, a.TaskDescription, 3)}
-		if brief {
-			r.Description = FirstSentence(t.Description, 200)
-		} else {
-			r.Description = t.Description
-			r.Parameters = params(t)
-		}
-		out = append(out, r)
+		out = append(out, searchResult{Tool: t.ID(), Backend: t.Backend, Example: t.Example(s.ref), MatchedBy: h.Tier.String(),
+			TryAlso: s.opts.Search.TryAlso(t.Backend, a.TaskDescription, 3), Description: t.Description, Parameters: params(t)})
 	}
 	if len(out) == 0 {
-		return toolcall.Text(fmt.Sprintf("No tool matches %q. Try other words (what the tool does, not its name), or list_tools_meta to browse all %d tools.",
-			cut(a.TaskDescription, maxQuoted), len(s.opts.Registry.Tools())))
+		return s.noMatch(a.TaskDescription)
 	}
 	return jsonResult(map[string]any{"results": out})
+}
+
+// briefHit is one brief search result: what a model needs to pick a tool
+// and call it, nothing it can derive (the backend is the name's prefix).
+type briefHit struct {
+	Tool        string `json:"tool"`
+	Description string `json:"description,omitempty"`
+	Example     string `json:"example"`
+	MatchedBy   string `json:"matched_by,omitempty"` // only when the hits' tiers differ
+}
+
+// briefAnswer is compact JSON: a brief answer is read on every search, so
+// what is the same for every hit is said once. try_also holds, per backend
+// among the hits, distinctive words the query lacked.
+type briefAnswer struct {
+	Results   []briefHit          `json:"results"`
+	MatchedBy string              `json:"matched_by,omitempty"`
+	TryAlso   map[string][]string `json:"try_also,omitempty"`
+}
+
+// briefDescriptionBytes bounds a brief hit's one-line description.
+const briefDescriptionBytes = 120
+
+func (s *Server) briefAnswer(query string, hits []search.Hit) *toolcall.Result {
+	ans := briefAnswer{Results: make([]briefHit, 0, len(hits))}
+	tiers := map[string]bool{}
+	for _, h := range hits {
+		t, err := s.opts.Registry.Resolve(h.ID)
+		if err != nil {
+			continue // removed since the index was built
+		}
+		tier := h.Tier.String()
+		tiers[tier] = true
+		ans.Results = append(ans.Results, briefHit{Tool: t.ID(), Description: FirstSentence(t.Description, briefDescriptionBytes),
+			Example: t.Example(s.ref), MatchedBy: tier})
+		if _, done := ans.TryAlso[t.Backend]; !done {
+			if ans.TryAlso == nil {
+				ans.TryAlso = map[string][]string{}
+			}
+			ans.TryAlso[t.Backend] = s.opts.Search.TryAlso(t.Backend, query, 3)
+		}
+	}
+	if len(ans.Results) == 0 {
+		return s.noMatch(query)
+	}
+	if len(tiers) == 1 {
+		for i := range ans.Results {
+			ans.MatchedBy, ans.Results[i].MatchedBy = ans.Results[i].MatchedBy, ""
+		}
+	}
+	for b, words := range ans.TryAlso {
+		if len(words) == 0 {
+			delete(ans.TryAlso, b)
+		}
+	}
+	raw, err := json.Marshal(ans)
+	if err != nil {
+		return toolcall.Errorf("internal error: encode result: %v", err)
+	}
+	return toolcall.Text(string(raw))
+}
+
+func (s *Server) noMatch(query string) *toolcall.Result {
+	return toolcall.Text(fmt.Sprintf("No tool matches %q. Try other words (what the tool does, not its name), or list_tools_meta to browse all %d tools.",
+		cut(query, maxQuoted), len(s.opts.Registry.Tools())))
 }
 
 func params(t *registry.Tool) []param {

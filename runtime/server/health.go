@@ -94,7 +94,7 @@ func problemOf(v backendView, now time.Time) *problem {
 		if p.Reason == "" {
 			p.Reason = "still starting"
 		}
-		p.Advice = fmt.Sprintf("Calls to %s fail until it connects; retry in a moment", v.Name)
+		p.Advice = fmt.Sprintf("Calls to %s wait for it to connect, up to their own timeout; %s", v.Name, details)
 	case v.GaveUp:
 		p.Advice = fmt.Sprintf("kiln stopped restarting %s after %d restarts in the restart window; fix the backend (%s), then edit its config entry (kiln reloads it) or restart kiln. Other backends still work",
 			v.Name, v.Restarts, details)

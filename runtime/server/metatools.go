@@ -64,8 +64,8 @@ var metaTools = []metaTool{
 			"pass intent to keep only the parts you need.",
 		`{"type":"object","properties":{
 "code":{"type":"string","minLength":1,"description":"A JSON tool call or a TypeScript program; tools are async functions backend.tool(args)."},
-"timeout":{"type":"integer","minimum":1,"description":"Time limit for the whole run in milliseconds (default 30000)."},
-"max_output_size":{"type":"integer","minimum":100,"description":"Maximum size of the returned text in bytes of UTF-8, never cutting a character (default 200000)."},
+"timeout":{"type":"integer","minimum":1,"description":"Time limit for the whole run in milliseconds (default 30000). Values above kiln's gateway.sandbox.max_timeout (300000 unless configured) run with that limit, and the result says so."},
+"max_output_size":{"type":"integer","minimum":100,"description":"Maximum size of the returned text in bytes of UTF-8, never cutting a character (default 200000). Without it, outputs over 40000 bytes are shortened; with it, output up to this size comes back whole unless intent is given."},
 "intent":{"type":"string","description":"What you are looking for in a large output; only matching paragraphs are kept."}},
 "required":["code"],"additionalProperties":false}`},
 	{toolRegister,

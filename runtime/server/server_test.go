@@ -158,7 +158,7 @@ func TestEveryFieldChangesBehaviour(t *testing.T) {
 		contains, excludes []string
 	}{
 		{"search task_description", "search_tools", map[string]any{"task_description": "sum of numbers"}, false,
-			[]string{"everything.get-sum", `"example": "everything.get_sum({a: 1})"`, `"try_also"`}, nil},
+			[]string{"everything.get-sum", `"example":"everything.get_sum({a: 1})"`, `"try_also":{"everything":[`}, nil},
 		{"search brief default cuts to the first sentence", "search_tools", map[string]any{"task_description": "sum"}, false,
 			[]string{"Returns the sum of two numbers."}, []string{"Handles floats", `"parameters"`}},
 		{"search brief=false gives full descriptions", "search_tools", map[string]any{"task_description": "sum", "brief": false}, false,
@@ -358,5 +358,44 @@ func TestLongArgumentsAreNotEchoed(t *testing.T) {
 	text = expectText(t, c, "list_tools_meta", map[string]any{"cursor": cursor}, true, []string{"invalid cursor", "…"}, nil)
 	if strings.Contains(text, cursor) {
 		t.Errorf("invalid cursor error quotes the whole cursor:\n%s", text)
+	}
+}
+
+// A brief search answer says once what is the same for every hit, and each
+// hit keeps its name, one-line description and call example.
+func TestBriefSearchAnswerIsCompact(t *testing.T) {
+	c := newTestServer(t)
+	var bytes, hits int
+	for _, q := range []string{"sum of numbers", "filler tool", "slow", "big log output", "numbers"} {
+		text, isErr := call(t, c, "search_tools", map[string]any{"task_description": q})
+		if isErr {
+			t.Fatalf("search_tools(%q): %s", q, text)
+		}
+		var ans struct {
+			Results []map[string]any `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(text), &ans); err != nil {
+			t.Fatalf("search_tools(%q) is not JSON: %v\n%s", q, err, text)
+		}
+		if strings.Contains(text, "\n ") {
+			t.Errorf("search_tools(%q) is indented:\n%s", q, text)
+		}
+		for _, h := range ans.Results {
+			for _, k := range []string{"tool", "description", "example"} {
+				if h[k] == nil || h[k] == "" {
+					t.Errorf("search_tools(%q): hit %v lacks %s", q, h, k)
+				}
+			}
+			for _, k := range []string{"backend", "try_also"} {
+				if _, ok := h[k]; ok {
+					t.Errorf("search_tools(%q): hit repeats %s: %v", q, k, h)
+				}
+			}
+		}
+		bytes += len(text)
+		hits += len(ans.Results)
+	}
+	if hits == 0 || bytes/hits > 200 {
+		t.Errorf("brief answers: %d bytes for %d hits, want at most 200 bytes a hit", bytes, hits)
 	}
 }

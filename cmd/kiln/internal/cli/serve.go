@@ -44,6 +44,17 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	knobs, err := parseDebug(os.Getenv("KILNDEBUG"))
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitUsage
+	}
+	stopProfiles, err := startProfiles(knobs)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	}
+	defer stopProfiles()
 
 	cfg, err := loadServeConfig(*cfgPath)
 	if err != nil {
@@ -120,7 +131,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) }})
 	disp.Start(ctx)
 	defer disp.Close()
-	go cat.Restore(ctx)
+	// Restored registrations are listed before the first request; their
+	// backends connect in the background.
+	cat.Restore(ctx)
 	if cfg.FromFile {
 		go watchConfig(ctx, cfg, time.Second, log, func(next *config.Config) {
 			scrubber.Learn(secretValues(next)...)

@@ -275,9 +275,17 @@ func (s *served) search(q string, limit int) []servedHit {
 	if err := json.Unmarshal(raw, &res); err != nil || res.IsError || len(res.Content) != 1 {
 		s.t.Fatalf("search_tools(%q) = %s (%v)", q, raw, err)
 	}
-	var out struct{ Results []servedHit }
+	var out struct {
+		Results   []servedHit
+		MatchedBy string `json:"matched_by"` // brief answers say it once when every hit shares it
+	}
 	if err := json.Unmarshal([]byte(res.Content[0].Text), &out); err != nil {
 		s.t.Fatalf("search_tools(%q) text %q: %v", q, res.Content[0].Text, err)
+	}
+	for i := range out.Results {
+		if out.Results[i].MatchedBy == "" {
+			out.Results[i].MatchedBy = out.MatchedBy
+		}
 	}
 	return out.Results
 }

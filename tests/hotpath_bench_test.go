@@ -1,0 +1,135 @@
+//go:build e2e
+
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkEchoHop measures what kiln adds to one tool call: the same
+// go-sdk client calls server-everything's echo over stdio directly, and
+// through `kiln serve` as a tier-1 and a tier-2 call_tool_chain, one after
+// another in one run. Each sub-benchmark reports p50 and p90 in µs; the
+// difference of the p50s is kiln's overhead. With KILN_PROFILE_DIR=DIR,
+// each kiln writes CPU and allocation profiles there when it exits
+// (`go tool pprof bin/kiln DIR/kiln-tier1.cpu.pprof`).
+func BenchmarkEchoHop(b *testing.B) {
+	mods := filepath.Join(repoRoot(b), "tests/node_modules/@modelcontextprotocol")
+	everything := []string{"node", filepath.Join(mods, "server-everything/dist/index.js"), "stdio"}
+	cfg := filepath.Join(b.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `version: 1
+gateway:
+  state_dir: %s
+  log_level: warn
+backends:
+  everything:
+    transport: stdio
+    command: node
+    args: [%s, stdio]
+`, b.TempDir(), everything[1]), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("direct", func(b *testing.B) {
+		cs := sdkStdio(b, "", everything...)
+		benchCalls(b, func(ctx context.Context) error {
+			return callOK(ctx, cs, "echo", map[string]any{"message": "hi"})
+		})
+	})
+	kiln := []string{kilnBin(b), "serve", "--config", cfg}
+	b.Run("kiln-tier1", func(b *testing.B) {
+		cs := sdkStdio(b, profileEnv(b), kiln...)
+		code := `{"tool":"everything.echo","arguments":{"message":"hi"}}`
+		benchCalls(b, func(ctx context.Context) error {
+			return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": code})
+		})
+	})
+	b.Run("kiln-tier2", func(b *testing.B) {
+		cs := sdkStdio(b, profileEnv(b), kiln...)
+		code := `await everything.echo({message: "hi"})`
+		benchCalls(b, func(ctx context.Context) error {
+			return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": code})
+		})
+	})
+	b.Run("kiln-meta", func(b *testing.B) {
+		cs := sdkStdio(b, profileEnv(b), kiln...)
+		benchCalls(b, func(ctx context.Context) error {
+			return callOK(ctx, cs, "list_tools_meta", map[string]any{"page_size": 1})
+		})
+	})
+}
+
+// profileEnv asks kiln for profiles named after the sub-benchmark when
+// KILN_PROFILE_DIR is set.
+func profileEnv(b *testing.B) string {
+	dir := os.Getenv("KILN_PROFILE_DIR")
+	if dir == "" {
+		return ""
+	}
+	name := filepath.Join(dir, filepath.Base(b.Name()))
+	knobs := "cpuprofile=" + name + ".cpu.pprof"
+	if os.Getenv("KILN_PROFILE_MEM") != "" {
+		knobs = "memprofile=" + name + ".mem.pprof"
+	}
+	return "KILNDEBUG=" + knobs
+}
+
+func sdkStdio(b *testing.B, env string, argv ...string) *sdk.ClientSession {
+	b.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = repoRoot(b)
+	cmd.Env = os.Environ()
+	if env != "" {
+		cmd.Env = append(cmd.Env, env)
+	}
+	c := sdk.NewClient(&sdk.Implementation{Name: "kiln-bench", Version: "1"}, nil)
+	cs, err := c.Connect(b.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func callOK(ctx context.Context, cs *sdk.ClientSession, name string, args map[string]any) error {
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return err
+	}
+	if res.IsError {
+		return fmt.Errorf("%s: isError: %+v", name, res.Content)
+	}
+	return nil
+}
+
+// benchCalls warms up (which also waits for the backend to connect), then
+// times b.N sequential calls and reports their p50 and p90.
+func benchCalls(b *testing.B, call func(context.Context) error) {
+	ctx := b.Context()
+	for range 50 {
+		if err := call(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if err := call(ctx); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds()), "p90-µs")
+}
