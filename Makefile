@@ -6,9 +6,14 @@ SHELL := /bin/bash
 
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w -X github.com/kilnmcp/kiln/runtime/version.stamp=$(VERSION)
-# -trimpath and a fixed build ID make two builds of one commit byte-identical.
-BUILDFLAGS := -trimpath -buildvcs=false -ldflags '$(LDFLAGS) -buildid='
+# The version ldflags live in .goreleaser.yaml (one copy for make and for
+# releases); -trimpath and its empty build ID make two builds of one commit
+# byte-identical.
+LDFLAGS   := $(subst {{ .Version }},$(VERSION),$(shell sed -n 's/.*ldflags: &ldflags \[\(.*\)\]$$/\1/p' .goreleaser.yaml))
+ifeq ($(findstring version.stamp,$(LDFLAGS)),)
+$(error .goreleaser.yaml has no "ldflags: &ldflags [...]" line with version.stamp; the build reads its version flags from there)
+endif
+BUILDFLAGS := -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
 SEMANTIC  ?=
 TAGS      := $(if $(SEMANTIC),-tags semantic,)
 # Fuzz budgets are execution counts, not durations: Go 1.26's fuzz
@@ -26,7 +31,7 @@ CONFIG    ?= kiln.yaml
 KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
-.PHONY: semantic build peers generate record emit diff test unit race e2e lint fmt vet staticcheck tidy \
+.PHONY: semantic build peers generate record emit diff test check unit race e2e lint fmt fmt-check vet staticcheck tidy \
         emit-check fuzz fuzz-short bench eval demo llama conformance release-check ci clean
 
 ## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
@@ -68,11 +73,20 @@ race:
 e2e: peers build
 	KILN_BIN=$(CURDIR)/bin $(GO) test -tags e2e -count=1 ./tests/...
 
-lint: fmt vet staticcheck tidy
+## check: the contributor's fast lane (format, vet, staticcheck, tidy, unit tests; a few minutes)
+check: lint unit
 
+lint: fmt-check vet staticcheck tidy
+
+GOFILES = $$(find . -name '*.go' -not -path './tests/node_modules/*' -not -path './tests/conformance/node_modules/*' -not -path './.cache/*')
+
+## fmt: format every Go file; fmt-check only reports
 fmt:
-	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './tests/node_modules/*' -not -path './tests/conformance/node_modules/*' -not -path './.cache/*')); \
-	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	gofmt -w $(GOFILES)
+
+fmt-check:
+	@out=$$(gofmt -l $(GOFILES)); \
+	if [ -n "$$out" ]; then echo "gofmt needed (run make fmt):"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet ./...

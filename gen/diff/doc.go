@@ -1,8 +1,10 @@
 // Package diff compares two recordings of a backend (the committed manifest
 // and a freshly recorded one) and says what changed for the callers of its
-// tools. `kiln-gen diff` prints the result and exits non-zero on drift; the
-// gateway reuses it to report drift at run time, which is why the package
-// does no I/O of its own beyond writing to the io.Writer handed to Render.
+// tools. `kiln-gen diff` prints the result and exits non-zero on drift. The
+// package does no I/O of its own beyond writing to the io.Writer handed to
+// Render. The gateway does not import it (runtime never imports gen, which
+// layout_test.go checks): at run time runtime/catalog reports drift as
+// tools added, removed and changed, and `kiln-gen diff` judges it.
 //
 // Every change carries a Severity judged from the caller's side. Input
 // schemas are read as contracts on what callers send, so tightening them

@@ -29,9 +29,10 @@
 // Environment overrides are named after the key path, upper-cased with '.'
 // and '-' turned into '_': KILN_GATEWAY_CALL_TIMEOUT=10s,
 // KILN_GATEWAY_SANDBOX_MEMORY=100MiB, KILN_BACKENDS_MY_SERVER_ENABLED=false.
-// They apply to the gateway's scalar keys, those of gateway.sandbox and
-// gateway.output, and a declared backend's scalar keys (transport, command,
-// cwd, url, timeout, enabled); an empty value is ignored, as viper does.
+// They apply to every scalar key of the gateway and its sections and to a
+// declared backend's scalar keys: exactly the keys keys.go lists as
+// scalars (lists and maps such as args, env and headers cannot be
+// overridden). An empty value is ignored, as viper does.
 //
 // Sandbox limits and output thresholds left out stay zero, which the
 // sandbox and the output pipeline read as "use my default": the defaults

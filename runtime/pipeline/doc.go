@@ -8,8 +8,9 @@
 //	raw → intent filter → JSON auto-chunk → smart truncation → hard cap → size footer
 //
 // All sizes are bytes of UTF-8, not runes: the transports, the footer and
-// kiln://stats count bytes, the seed's own cap (Rust's floor_char_boundary)
-// counts bytes, and a cap of N bytes is also a cap of N characters. Every
+// kiln://stats count bytes, the cap of Gatemini's call_tool_chain that kiln
+// was specified from (seed 000 of the specification, which cuts with Rust's
+// floor_char_boundary) counts bytes, and a cap of N bytes is also a cap of N characters. Every
 // cut lands on a rune boundary and, as far as a table-free check can tell,
 // on a grapheme boundary (combining marks, ZWJ sequences, variation
 // selectors, emoji modifiers, flag pairs and CRLF stay whole).
