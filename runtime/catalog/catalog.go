@@ -63,7 +63,12 @@ type Options struct {
 	// OnAdmit, when set, sees each backend admitted for registration
 	// before it starts, so its secrets can be redacted from then on.
 	OnAdmit func(config.Backend)
-	Logger  *slog.Logger
+	// OnChange, when set, is called after every change of the live tool
+	// set (drift, registration, deregistration), with the catalog's lock
+	// held so changes arrive in order: it must not call back into methods
+	// that lock (Bare and View are safe).
+	OnChange func()
+	Logger   *slog.Logger
 }
 
 // Catalog is safe for concurrent use.
@@ -78,6 +83,7 @@ type Catalog struct {
 	dynamic map[string]json.RawMessage // definitions registered at run time, by name
 	pending map[string]bool            // registrations still connecting
 	view    atomic.Pointer[View]
+	bare    atomic.Pointer[map[string]bool]
 
 	// refreshing serializes refreshes per backend, so an older tool list
 	// fetched slowly never replaces a newer one.
@@ -144,4 +150,8 @@ func (c *Catalog) publishLocked() {
 		v.Extra = string(bridge.Preamble(bridged))
 	}
 	c.view.Store(v)
+	c.publishBareLocked()
+	if c.opts.OnChange != nil {
+		c.opts.OnChange()
+	}
 }
