@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
@@ -100,7 +101,14 @@ func ExposeNames(tools []ExposeTool, taken func(string) bool) (map[string]string
 		taken = func(string) bool { return false }
 	}
 	sorted := slices.Clone(tools)
-	slices.SortFunc(sorted, func(a, b ExposeTool) int { return strings.Compare(a.ID(), b.ID()) })
+	// A tool given twice is named once, as the non-bare copy if there is
+	// one, whatever the order.
+	slices.SortFunc(sorted, func(a, b ExposeTool) int {
+		if c := strings.Compare(a.ID(), b.ID()); c != 0 {
+			return c
+		}
+		return cmp.Compare(boolInt(a.Bare), boolInt(b.Bare))
+	})
 	sorted = slices.CompactFunc(sorted, func(a, b ExposeTool) bool { return a.ID() == b.ID() })
 
 	wants := map[string][]string{} // base name -> IDs wanting it
@@ -154,4 +162,11 @@ func withSuffix(base, id string, n int) string {
 		base = base[:keep] // ASCII only: ExposedBase mapped everything else
 	}
 	return base + "_" + hx
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -116,3 +116,30 @@ func TestExposeNamesSuffixTaken(t *testing.T) {
 }
 
 func hash6(id string) string { return withSuffix("", id, 6)[1:] }
+
+// FuzzExposeNames checks the promises for any tool names: every name is
+// accepted by LLM APIs, names are unique, and the order of tools does not
+// change them.
+func FuzzExposeNames(f *testing.F) {
+	f.Add("everything", "get-sum", "everything", "get_sum", false)
+	f.Add("a", "x.y", "a", "x/y", true)
+	f.Add("b", strings.Repeat("é", 40), "b", strings.Repeat("è", 40), false)
+	f.Fuzz(func(t *testing.T, b1, t1, b2, t2 string, bare bool) {
+		tools := []ExposeTool{{Backend: b1, Tool: t1, Bare: bare}, {Backend: b2, Tool: t2, Bare: bare}, {Backend: b1, Tool: t2}}
+		got, _ := ExposeNames(tools, func(n string) bool { return n == "search_tools" })
+		rev, _ := ExposeNames([]ExposeTool{tools[2], tools[1], tools[0]}, func(n string) bool { return n == "search_tools" })
+		if !cmp.Equal(got, rev) {
+			t.Fatalf("order changed names: %v vs %v", got, rev)
+		}
+		seen := map[string]bool{}
+		for id, n := range got {
+			if !ValidExposedName(n) || n == "search_tools" {
+				t.Fatalf("%q: bad name %q", id, n)
+			}
+			if seen[n] {
+				t.Fatalf("name %q given twice in %v", n, got)
+			}
+			seen[n] = true
+		}
+	})
+}
