@@ -233,6 +233,9 @@ func (s *Server) warnPins() {
 				"backends", strings.Join(s.opts.Registry.BackendNames(), ","))
 		default:
 			hint := registry.Closest(tool, toolNames(s.opts.Registry, backend), 3)
+			for i, h := range hint {
+				hint[i] = backend + "." + h
+			}
 			s.log.Warn("gateway.pin matches no tool: the backend has no tool of that name; fix or remove the pin", "pin", p,
 				"did_you_mean", strings.Join(hint, ","))
 		}
