@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -255,5 +256,32 @@ func TestCheckExposure(t *testing.T) {
 	want := `kiln.yaml: backends.a.bare, backends.b.bare: bare backends a, b all publish a tool named "echo" (a.echo, b.echo); set bare: false on all but one of them`
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
+
+func TestPinsThatMatchNothingAreNamed(t *testing.T) {
+	reg := registry.New()
+	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "everything", Tools: directTools}, true); err != nil {
+		t.Fatal(err)
+	}
+	g := config.DefaultGateway()
+	g.Expose, g.Pin = config.ExposeHybrid, []string{"everything.imag", "ghost.x", "later.*", "everything.*"}
+	cfg := &config.Config{Path: "kiln.yaml", Gateway: g, Backends: []config.Backend{{Name: "later", Enabled: true}}}
+	var logs strings.Builder
+	New(Options{Config: cfg, Registry: reg, Search: search.Build(nil),
+		Chain:  chain.New(chain.Options{Caller: richCaller{}, Registry: reg}),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	out := logs.String()
+	for _, want := range []string{
+		`pin=everything.imag did_you_mean=everything.image`,
+		`pin=ghost.x backend=ghost`,
+		`not compiled in; the pin applies once it connects" pin=later.*`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `pin=everything.*`) {
+		t.Errorf("a matching pin was warned about:\n%s", out)
 	}
 }
