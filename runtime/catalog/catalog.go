@@ -123,6 +123,11 @@ func (c *Catalog) SetConfig(cfg *config.Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cfg = cfg
+	// backends.NAME.bare applies at once: the exposed names follow.
+	c.publishBareLocked()
+	if c.opts.OnChange != nil {
+		c.opts.OnChange()
+	}
 }
 
 // publishLocked rebuilds the view from the registry: every backend whose
