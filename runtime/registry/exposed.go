@@ -100,31 +100,36 @@ func ExposeNames(tools []ExposeTool, taken func(string) bool) (map[string]string
 	if taken == nil {
 		taken = func(string) bool { return false }
 	}
-	sorted := slices.Clone(tools)
+	type entry struct {
+		id, base string
+		bare     bool
+	}
+	sorted := make([]entry, len(tools))
+	for i, t := range tools {
+		sorted[i] = entry{id: t.ID(), base: ExposedBase(t), bare: t.Bare}
+	}
 	// A tool given twice is named once, as the non-bare copy if there is
 	// one, whatever the order.
-	slices.SortFunc(sorted, func(a, b ExposeTool) int {
-		if c := strings.Compare(a.ID(), b.ID()); c != 0 {
+	slices.SortFunc(sorted, func(a, b entry) int {
+		if c := strings.Compare(a.id, b.id); c != 0 {
 			return c
 		}
-		return cmp.Compare(boolInt(a.Bare), boolInt(b.Bare))
+		return cmp.Compare(boolInt(a.bare), boolInt(b.bare))
 	})
-	sorted = slices.CompactFunc(sorted, func(a, b ExposeTool) bool { return a.ID() == b.ID() })
+	sorted = slices.CompactFunc(sorted, func(a, b entry) bool { return a.id == b.id })
 
 	wants := map[string][]string{} // base name -> IDs wanting it
 	base := make(map[string]string, len(sorted))
 	for _, t := range sorted {
-		b := ExposedBase(t)
-		base[t.ID()] = b
-		wants[b] = append(wants[b], t.ID())
+		base[t.id] = t.base
+		wants[t.base] = append(wants[t.base], t.id)
 	}
 	out := make(map[string]string, len(sorted))
 	used := map[string]bool{}
 	var collisions []Collision
 	var suffixed []string
 	for _, t := range sorted {
-		id := t.ID()
-		b := base[id]
+		id, b := t.id, t.base
 		clash := len(wants[b]) > 1 || taken(b)
 		if !clash && len(b) <= MaxExposedName {
 			out[id] = b

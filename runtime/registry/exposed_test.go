@@ -2,6 +2,7 @@ package registry
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -142,4 +143,17 @@ func FuzzExposeNames(f *testing.F) {
 			seen[n] = true
 		}
 	})
+}
+
+// BenchmarkExposeNames names 1,000 tools of 20 backends, what SyncTools
+// pays on a change in direct mode when every tool is new.
+func BenchmarkExposeNames(b *testing.B) {
+	var tools []ExposeTool
+	for i := range 1000 {
+		tools = append(tools, ExposeTool{Backend: "backend" + strconv.Itoa(i%20), Tool: "tool-" + strconv.Itoa(i)})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ExposeNames(tools, nil)
+	}
 }
