@@ -211,7 +211,7 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 				err = nil
 			}
 		}()
-		return toMCP(s.opts.Chain.Call(s.observe(ctx, req), backend, tool, req.Params.RawArguments))
+		return toMCP(s.opts.Chain.Call(s.observe(ctx, req), name, backend, tool, req.Params.RawArguments))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/scrub"
@@ -283,5 +284,36 @@ func TestPinsThatMatchNothingAreNamed(t *testing.T) {
 	}
 	if strings.Contains(out, `pin=everything.*`) {
 		t.Errorf("a matching pin was warned about:\n%s", out)
+	}
+}
+
+// TestDirectInvalidArguments uses the real dispatcher, which validates
+// before it needs a connection: the error names the tool as the client
+// called it, not the meta-tools direct mode does not list.
+func TestDirectInvalidArguments(t *testing.T) {
+	reg := registry.New()
+	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "everything", Tools: directTools}, true); err != nil {
+		t.Fatal(err)
+	}
+	g := config.DefaultGateway()
+	g.Expose = config.ExposeDirect
+	cfg := &config.Config{Path: "kiln.yaml", Gateway: g, Backends: []config.Backend{{Name: "everything", Transport: config.TransportStdio, Command: "true", Enabled: true}}}
+	disp := dispatch.New(reg, cfg, dispatch.Options{})
+	srv := New(Options{Config: cfg, Registry: reg, Search: search.Build(nil), Chain: chain.New(chain.Options{Caller: disp, Registry: reg})})
+	c, err := client.NewInProcessClient(srv.mcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	text, isErr := call(t, c, "everything__get-sum", map[string]any{"a": "two"})
+	if !isErr || !strings.HasPrefix(text, "everything__get-sum: invalid arguments: ") || !strings.Contains(text, "/a") ||
+		!strings.Contains(text, "Expected arguments: ") || strings.Contains(text, "tool_info") {
+		t.Errorf("isError=%v text=%q", isErr, text)
 	}
 }
