@@ -103,6 +103,7 @@ const (
 	Unanalysed                // a schema change this package does not model
 	OutputAdded               // the tool started declaring an output schema
 	OutputRemoved             // the tool stopped declaring an output schema
+	Icons                     // a tool's icons
 )
 
 var kindNames = [...]string{
@@ -131,6 +132,7 @@ var kindNames = [...]string{
 	Unanalysed:    "not-analysed",
 	OutputAdded:   "output-added",
 	OutputRemoved: "output-removed",
+	Icons:         "icons",
 }
 
 // String returns a stable lower-case name, suitable for machine output.

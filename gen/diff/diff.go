@@ -184,6 +184,11 @@ func compareTool(base Change, old, new manifest.Tool) []Change {
 			fmt.Sprintf("title changed from %q to %q", old.Title, new.Title)))
 	}
 	out = append(out, compareAnnotations(base, old.Annotations, new.Annotations)...)
+	if o, n := compactText(old.Icons), compactText(new.Icons); o != n {
+		// Icons are shown by clients when the tool is exposed directly;
+		// they never change what a call does.
+		out = append(out, with(base, Icons, Cosmetic, o, n, "icons changed"))
+	}
 	out = append(out, compareSchemas(base, old.InputSchema, new.InputSchema, false)...)
 	out = append(out, compareSchemas(base, old.OutputSchema, new.OutputSchema, true)...)
 	return out

@@ -428,7 +428,7 @@ func TestGoldensCoverKinds(t *testing.T) {
 			sevs[c.Severity] = true
 		}
 	}
-	for k := Added; k <= OutputRemoved; k++ {
+	for k := Added; k <= Icons; k++ {
 		if !kinds[k] {
 			t.Errorf("no golden case produces Kind %s", k)
 		}

@@ -116,7 +116,7 @@ func manifestLit(m *manifest.Manifest, tools []manifest.Tool) (jen.Code, error) 
 			for _, f := range []struct {
 				key string
 				raw []byte
-			}{{"InputSchema", t.InputSchema}, {"OutputSchema", t.OutputSchema}, {"Annotations", t.Annotations}, {"Execution", t.Execution}} {
+			}{{"InputSchema", t.InputSchema}, {"OutputSchema", t.OutputSchema}, {"Annotations", t.Annotations}, {"Execution", t.Execution}, {"Icons", t.Icons}} {
 				if len(f.raw) == 0 {
 					continue
 				}

@@ -128,6 +128,9 @@ func Generate(ms []*manifest.Manifest, opts Options) (map[string][]byte, error) 
 		return nil, err
 	}
 	out["kiln.gen.go"] = src
+	if out[exposedFile], err = exposedFileSrc(sorted); err != nil {
+		return nil, err
+	}
 
 	backends := make([]bridge.Backend, len(sorted))
 	for i, m := range sorted {
@@ -185,6 +188,27 @@ func check(ms []*manifest.Manifest) error {
 		}
 	}
 	return nil
+}
+
+// exposedFile holds the table of exposed tool names, beside kiln.gen.go.
+const exposedFile = "exposed.gen.go"
+
+// exposedFileSrc renders the exposed-names table, one line per tool sorted
+// by ID, so a rename (a collision that appeared, a suffix) is a visible
+// diff in review.
+func exposedFileSrc(ms []*manifest.Manifest) ([]byte, error) {
+	names := exposedNames(ms)
+	f := newFile("generated", allSources)
+	f.Comment("ExposedNames maps each compiled tool (\"backend.tool\") to the name the direct and")
+	f.Comment("hybrid exposure modes (gateway.expose) list it under when its backend is not bare:")
+	f.Comment("backend__tool in the characters every LLM API accepts, with a hash suffix on a")
+	f.Comment("collision or past 64 characters (runtime/registry.ExposeNames).")
+	d := jen.Dict{}
+	for id, n := range names {
+		d[jen.Lit(id)] = jen.Lit(n)
+	}
+	f.Var().Id("ExposedNames").Op("=").Map(jen.String()).String().Values(d)
+	return render(f)
 }
 
 // registerFile renders kiln.gen.go. Registration is explicit and ordered:

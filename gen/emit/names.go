@@ -6,6 +6,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/registry"
 )
 
 // This file is the one name resolver: every identifier emit writes comes
@@ -247,4 +250,19 @@ func packageNames(backends []string) map[string]string {
 		out[b] = s.claim(packageName(b))
 	}
 	return out
+}
+
+// exposedNames names every compiled tool as the direct and hybrid exposure
+// modes list it when its backend is not bare. The runtime names bare
+// backends' tools and tools that appear at run time with the same
+// registry.ExposeNames, around these.
+func exposedNames(ms []*manifest.Manifest) map[string]string {
+	var tools []registry.ExposeTool
+	for _, m := range ms {
+		for _, t := range m.Tools {
+			tools = append(tools, registry.ExposeTool{Backend: m.Backend, Tool: t.Name})
+		}
+	}
+	names, _ := registry.ExposeNames(tools, nil)
+	return names
 }

@@ -64,7 +64,12 @@ type Options struct {
 	// OnAdmit, when set, sees each backend admitted for registration
 	// before it starts, so its secrets can be redacted from then on.
 	OnAdmit func(config.Backend)
-	Logger  *slog.Logger
+	// OnChange, when set, is called after every change of the live tool
+	// set (drift, registration, deregistration), with the catalog's lock
+	// held so changes arrive in order: it must not call back into methods
+	// that lock (Bare and View are safe).
+	OnChange func()
+	Logger   *slog.Logger
 }
 
 // Catalog is safe for concurrent use.
@@ -84,6 +89,7 @@ type Catalog struct {
 	// script that removes their globals from the compiled preamble.
 	hidden []string
 	unbind string
+	bare   atomic.Pointer[map[string]bool]
 
 	// refreshing serializes refreshes per backend, so an older tool list
 	// fetched slowly never replaces a newer one.
@@ -146,6 +152,11 @@ func (c *Catalog) SetConfig(cfg *config.Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cfg = cfg
+	// backends.NAME.bare applies at once: the exposed names follow.
+	c.publishBareLocked()
+	if c.opts.OnChange != nil {
+		c.opts.OnChange()
+	}
 }
 
 // publishLocked rebuilds the view from the registry: every backend whose
@@ -174,4 +185,8 @@ func (c *Catalog) publishLocked() {
 		v.Extra = c.unbind + string(bridge.Preamble(bridged))
 	}
 	c.view.Store(v)
+	c.publishBareLocked()
+	if c.opts.OnChange != nil {
+		c.opts.OnChange()
+	}
 }

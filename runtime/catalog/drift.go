@@ -141,7 +141,7 @@ func compare(compiled, live []manifest.Tool) *Drift {
 func sameTool(a, b manifest.Tool) bool {
 	return a.Title == b.Title && a.Description == b.Description &&
 		sameJSON(a.InputSchema, b.InputSchema) && sameJSON(a.OutputSchema, b.OutputSchema) &&
-		sameJSON(a.Annotations, b.Annotations) && sameJSON(a.Execution, b.Execution)
+		sameJSON(a.Annotations, b.Annotations) && sameJSON(a.Execution, b.Execution) && sameJSON(a.Icons, b.Icons)
 }
 
 // sameJSON compares canonical forms, so key order and spacing do not count

@@ -44,6 +44,7 @@ func (b *builder) gateway() Gateway {
 	g.Registration = b.registration(def.Registration)
 	g.HTTP = b.http(def.HTTP)
 	g.Semantic = b.semantic(def.Semantic)
+	g.Expose, g.Pin = b.expose(def.Expose)
 	return g
 }
 
@@ -89,6 +90,7 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	}
 	out.Timeout = b.duration(b.expand(sc["timeout"]), g.CallTimeout)
 	out.Enabled = b.boolean(b.expand(sc["enabled"]), true)
+	out.Bare = b.boolean(b.expand(sc["bare"]), false)
 	defMax := defaultMaxConcurrentHTTP
 	if out.Transport == TransportStdio {
 		defMax = defaultMaxConcurrentStdio

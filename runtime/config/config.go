@@ -12,6 +12,13 @@ const (
 	TransportSSE   = "sse"  // legacy HTTP+SSE
 )
 
+// Exposure modes accepted in gateway.expose: what tools/list shows a client.
+const (
+	ExposeMeta   = "meta"   // the meta-tools only
+	ExposeDirect = "direct" // every backend tool under its exposed name
+	ExposeHybrid = "hybrid" // the meta-tools plus the pinned backend tools
+)
+
 // Config is a loaded, expanded and validated kiln.yaml.
 type Config struct {
 	Version int
@@ -55,6 +62,11 @@ type Gateway struct {
 	HTTP HTTP
 	// Semantic names the embedding model of SEMANTIC=1 builds.
 	Semantic Semantic
+	// Expose is ExposeMeta (default), ExposeDirect or ExposeHybrid.
+	Expose string
+	// Pin lists the backend tools hybrid mode lists beside the meta-tools,
+	// each "backend.tool" or "backend.*".
+	Pin []string
 }
 
 // Health configures backend health checks (YAML gateway.health).
@@ -153,6 +165,10 @@ type Backend struct {
 	MaxConcurrent int
 	QueueWait     time.Duration
 	Enabled       bool
+	// Bare lists the backend's tools under their own names (mapped to the
+	// charset LLM APIs accept) instead of "backend__tool" in the direct and
+	// hybrid exposure modes.
+	Bare bool
 	// Vars lists the environment variables this backend's values reference
 	// through ${VAR} or ${VAR:-default}, sorted by name, for
 	// get_required_keys_for_tool. Values are never stored here.

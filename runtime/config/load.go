@@ -31,6 +31,7 @@ func DefaultGateway() Gateway {
 		ConnectTimeout: 30 * time.Second,
 		MaxOutputSize:  200000,
 		LogLevel:       "info",
+		Expose:         ExposeMeta,
 		Health:         Health{Interval: 30 * time.Second, Timeout: 5 * time.Second, Failures: 3},
 		Registration:   Registration{MaxBackends: 10},
 		HTTP:           HTTP{MaxBody: 4 << 20, MaxSessions: 32},

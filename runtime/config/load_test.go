@@ -60,6 +60,8 @@ func TestLoadFull(t *testing.T) {
 				SHA256:  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 				Threads: 2,
 			},
+			Expose: ExposeHybrid,
+			Pin:    []string{"everything.echo", "remote.*"},
 		},
 		Backends: []Backend{
 			{
@@ -77,6 +79,7 @@ func TestLoadFull(t *testing.T) {
 				MaxConcurrent: 2,
 				QueueWait:     time.Second,
 				Enabled:       true,
+				Bare:          true,
 				Vars: []VarRef{
 					{Name: "GITHUB_TOKEN", Key: "backends.everything.env.GITHUB_TOKEN", Set: true},
 				},

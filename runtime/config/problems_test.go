@@ -45,7 +45,7 @@ backends:
 version: 1
 gateway:
   colour: blue
-`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http or semantic"}},
+`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, expose or pin"}},
 		{"ping timeout not shorter than interval", "version: 1\ngateway:\n  health:\n    interval: 5s\n    timeout: 5s\n", nil, []string{
 			`kiln.yaml:5: gateway.health.timeout: "5s" is not shorter than gateway.health.interval (5s); a ping must end before the next starts`}},
 		{"relative allowed command", "version: 1\ngateway:\n  registration:\n    allow_commands: [bin/server]\n", nil, []string{
@@ -56,6 +56,17 @@ gateway:
 			`kiln.yaml: gateway.http: jwt_issuer and jwks_url go together; set both to validate JWTs, or neither`}},
 		{"bad model digest", "version: 1\ngateway:\n  semantic:\n    sha256: abc\n", nil, []string{
 			`kiln.yaml:4: gateway.semantic.sha256: "abc" is not a sha256 digest (64 hex digits); run sha256sum on the model file`}},
+		{"unknown exposure mode", "version: 1\ngateway:\n  expose: drect\n", nil, []string{
+			`kiln.yaml:3: gateway.expose: unknown exposure mode "drect"; use meta, direct or hybrid (did you mean direct?)`}},
+		{"pin outside hybrid", "version: 1\ngateway:\n  expose: direct\n  pin: [a.b]\n", nil, []string{
+			`kiln.yaml:4: gateway.pin: only read when gateway.expose is hybrid (it is direct); set expose: hybrid or remove pin`}},
+		{"malformed pins", "version: 1\ngateway:\n  expose: hybrid\n  pin: [everything, Bad.x, a.b, a.b, \"c.\"]\n", nil, []string{
+			`kiln.yaml:4: gateway.pin[0]: "everything" names no tool; write backend.tool (e.g. everything.echo) or backend.* for all of its tools`,
+			`kiln.yaml:4: gateway.pin[1]: "Bad.x": backend "Bad" is not a backend name (^[a-z][a-z0-9_-]*$); write backend.tool`,
+			`kiln.yaml:4: gateway.pin[3]: "a.b" is pinned twice; remove one`,
+			`kiln.yaml:4: gateway.pin[4]: "c." names no tool; write backend.tool (e.g. everything.echo) or backend.* for all of its tools`}},
+		{"bare not a flag", "version: 1\nbackends:\n  a:\n    command: x\n    bare: yes please\n", nil, []string{
+			`kiln.yaml:5: backends.a.bare: want true or false, got "yes please"`}},
 		{"zero max_concurrent", "version: 1\nbackends:\n  a:\n    command: x\n    max_concurrent: 0\n", nil, []string{
 			`kiln.yaml:5: backends.a.max_concurrent: want a positive whole number such as 10, got "0"`}},
 		{"unknown transport", `
@@ -317,7 +328,7 @@ backends:
     comand: x
     max_concurrent: 0
 `, nil, []string{
-		"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http or semantic",
+		"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, expose or pin",
 		`kiln.yaml:5: gateway.call_timeout: invalid duration "soon"; use Go syntax such as 30s, 1m30s or 500ms`,
 		`kiln.yaml:6: gateway.log_level: unknown log level "loud"; use debug, info, warn or error`,
 		`kiln.yaml:8: gateway.health.interval: "1ms" is too short; use 1s to 24h`,

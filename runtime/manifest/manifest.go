@@ -54,6 +54,9 @@ type Tool struct {
 	// Execution is the tool's execution block, e.g. {"taskSupport":
 	// "required"} for tools that only run as MCP tasks.
 	Execution json.RawMessage `json:"execution,omitempty"`
+	// Icons are the tool's icons (src, mimeType, sizes, theme), shown by
+	// clients when the tool is exposed directly.
+	Icons json.RawMessage `json:"icons,omitempty"`
 }
 
 // Resource is a static resource a backend lists.

@@ -65,7 +65,15 @@ type Options struct {
 	// Scrubber redacts secrets from every result, resource and prompt;
 	// nil passes text through.
 	Scrubber *scrub.Scrubber
-	Logger   *slog.Logger
+	// Exposed maps compiled tools to their exposed names
+	// (generated.ExposedNames) for gateway.expose direct and hybrid; tools
+	// it does not name are named at run time by the same function.
+	Exposed map[string]string
+	// Bare reports whether a backend's tools are exposed under their own
+	// names; nil reads backends.NAME.bare from Config. *catalog.Catalog's
+	// Bare also knows runtime registrations.
+	Bare   func(backend string) bool
+	Logger *slog.Logger
 }
 
 // Registrar adds and removes backends at run time; *catalog.Catalog is one.
@@ -80,6 +88,8 @@ type Server struct {
 	log   *slog.Logger
 	mcp   *server.MCPServer
 	valid *schema.Validator
+	exp   *exposure           // nil in meta mode
+	meta  []server.ServerTool // the meta-tools with their handlers
 }
 
 const instructions = `kiln gives you many backend MCP servers' tools through a few meta-tools.
@@ -97,12 +107,13 @@ func New(opts Options) *Server {
 	if opts.Name == "" {
 		opts.Name = "kiln"
 	}
-	s := &Server{opts: opts, log: log, valid: schema.New()}
+	s := &Server{opts: opts, log: log, valid: schema.New(), exp: newExposure(opts.Config)}
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
-		server.WithToolCapabilities(false),
+		// Only direct and hybrid lists change at run time.
+		server.WithToolCapabilities(s.exp != nil),
 		server.WithResourceCapabilities(false, false),
 		server.WithLogging(),
-		server.WithInstructions(instructions),
+		server.WithInstructions(s.instructions()),
 	)
 	handlers := map[string]func(context.Context, json.RawMessage) *toolcall.Result{
 		toolSearch:     s.searchTools,
@@ -119,8 +130,16 @@ func New(opts Options) *Server {
 		if err := s.valid.Compile(mt.name, json.RawMessage(mt.schema)); err != nil {
 			panic(fmt.Sprintf("meta-tool %s: invalid built-in schema: %v", mt.name, err)) // programmer error at init
 		}
-		s.mcp.AddTool(mcp.NewToolWithRawSchema(mt.name, mt.description, json.RawMessage(mt.schema)), s.handle(mt, handlers[mt.name]))
+		s.meta = append(s.meta, server.ServerTool{
+			Tool:    mcp.NewToolWithRawSchema(mt.name, mt.description, json.RawMessage(mt.schema)),
+			Handler: s.handle(mt, handlers[mt.name]),
+		})
 	}
+	if s.listsMeta() {
+		s.mcp.AddTools(s.meta...)
+	}
+	s.warnPins()
+	s.SyncTools()
 	return s
 }
 

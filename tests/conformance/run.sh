@@ -11,6 +11,14 @@
 # the list cannot outlive the gap it excuses. Each entry must carry a
 # `# reason` comment on its line. Results land in $CONFORMANCE_OUT (default
 # .cache/conformance) for inspection.
+#
+# Then, per revision, the go-sdk's conformance everything-server (built by
+# build-server.sh at go.mod's go-sdk version) is tested twice: directly over
+# HTTP, and as a bare stdio backend behind kiln in direct mode
+# (direct.yaml). compare.mjs prints a table of both and the scenarios kiln
+# loses; they fail the run only with KILN_CONFORMANCE_DIRECT_STRICT=1, until
+# resource, prompt, sampling and elicitation passthrough have landed.
+# KILN_CONFORMANCE_DIRECT=0 skips the comparison.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -39,6 +47,7 @@ fi
 rm -rf "$out"
 mkdir -p "$out"
 kiln_pid=
+server_pid=
 stop_kiln() {
 	if [[ -n $kiln_pid ]]; then
 		kill "$kiln_pid" 2>/dev/null || true
@@ -46,14 +55,21 @@ stop_kiln() {
 		kiln_pid=
 	fi
 }
-trap stop_kiln EXIT
+stop_server() {
+	if [[ -n $server_pid ]]; then
+		kill "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+		server_pid=
+	fi
+}
+trap 'stop_kiln; stop_server' EXIT
 
 # start_kiln starts a fresh kiln (fresh state, no sessions left over from the
 # previous revision) and sets url from the address line it prints.
 start_kiln() {
-	local dir=$1
+	local dir=$1 config=${2:-$here/kiln.yaml}
 	mkdir -p "$dir/state"
-	KILN_CONFORMANCE_STATE=$dir/state "$kiln" serve --config "$here/kiln.yaml" --http 127.0.0.1:0 2>"$dir/kiln.log" &
+	KILN_CONFORMANCE_STATE=$dir/state "$kiln" serve --config "$config" --http 127.0.0.1:0 2>"$dir/kiln.log" &
 	kiln_pid=$!
 	url=
 	for _ in $(seq 100); do
@@ -83,6 +99,11 @@ for rev in "${revisions[@]}"; do
 		echo "conformance: $rev failed (exit $rc); results in $dir, kiln log in $dir/kiln.log" >&2
 	fi
 done
+
+if [[ ${KILN_CONFORMANCE_DIRECT:-1} != 0 ]]; then
+	. "$here/direct.sh"
+	compare_direct || true
+fi
 
 if ((${#failed[@]} > 0)); then
 	echo "conformance: FAILED for ${failed[*]}" >&2

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -91,6 +92,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				"backend", b.Name, "config", cfg.Path)
 		}
 	}
+	if err := server.CheckExposure(cfg, reg); err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitUsage
+	}
 	index, err := search.LoadString(searchindex.Data)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: compiled search index: %v\n", err)
@@ -127,8 +132,16 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				refresh(name)
 			}
 		}})
+	// The catalog exists before the server it notifies; changes before the
+	// server does are picked up by its first listing.
+	var exposed atomic.Pointer[server.Server]
 	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log,
-		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) }})
+		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) },
+		OnChange: func() {
+			if srv := exposed.Load(); srv != nil {
+				srv.SyncTools()
+			}
+		}})
 	disp.Start(ctx)
 	defer disp.Close()
 	// Restored registrations are listed before the first request; their
@@ -167,6 +180,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Registrar: cat,
 		Drifts:    cat.Drifts,
 		Scrubber:  scrubber,
+		Exposed:   generated.ExposedNames,
+		Bare:      cat.Bare,
 		Logger:    log,
 		Chain: chain.New(chain.Options{
 			Caller:   disp,
@@ -184,6 +199,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Logger:         log,
 		}),
 	})
+	exposed.Store(srv)
+	srv.SyncTools() // changes that landed while the server was built
 	if *httpAddr == "" {
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)

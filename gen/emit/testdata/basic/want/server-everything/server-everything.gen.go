@@ -49,6 +49,7 @@ var Manifest = &manifest.Manifest{
 	Tools: []manifest.Tool{{
 		Annotations:  json.RawMessage(`{"destructiveHint":false,"readOnlyHint":true,"title":"Add numbers"}`),
 		Description:  "Adds two numbers.",
+		Icons:        json.RawMessage(`[{"mimeType":"image/svg+xml","sizes":["any"],"src":"data:image/svg+xml;base64,PHN2Zy8+"}]`),
 		InputSchema:  json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","additionalProperties":false,"properties":{"a":{"description":"First number","type":"number"},"b":{"description":"Second number","type":"number"}},"required":["a","b"],"type":"object"}`),
 		Name:         "add",
 		OutputSchema: json.RawMessage(`{"properties":{"sum":{"type":"number"}},"required":["sum"],"type":"object"}`),

@@ -1,0 +1,101 @@
+# Sourced by run.sh: the direct-mode comparison. Uses run.sh's $here,
+# $repo, $out, $node, $suite, $revisions, start_kiln, stop_kiln, and
+# appends to failed.
+
+# free_port prints a loopback port nothing listens on.
+free_port() {
+	local p
+	for _ in $(seq 50); do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# start_server runs the everything-server over HTTP as the suite's authors
+# do for each revision: with sessions on 2025-11-25 (sampling and
+# elicitation need a stream back to the client), stateless on 2026-07-28.
+start_server() {
+	local rev=$1 dir=$2 port stateless=true
+	[[ $rev == 2025-11-25 ]] && stateless=false
+	port=$(free_port)
+	"$server_bin" -http "127.0.0.1:$port" -stateless="$stateless" 2>"$dir/server.log" &
+	server_pid=$!
+	server_url=http://127.0.0.1:$port/mcp
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+		kill -0 "$server_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "conformance: everything-server did not start; its log:" >&2
+	cat "$dir/server.log" >&2
+	return 1
+}
+
+# mcp_post sends one JSON-RPC message to kiln's streamable HTTP endpoint.
+mcp_post() {
+	curl -s --max-time 5 -X POST "$url" -H 'Content-Type: application/json' \
+		-H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-11-25' \
+		${sid:+-H "Mcp-Session-Id: $sid"} "$@"
+}
+
+# wait_tools waits until kiln lists the backend's fixture tools: the
+# backend is not compiled in, so kiln serves its tools once it connects.
+wait_tools() {
+	local dir=$1 hdr=$dir/probe.headers sid=
+	mcp_post -D "$hdr" -o /dev/null \
+		-d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"run.sh","version":"1"}}}'
+	sid=$(grep -i '^mcp-session-id:' "$hdr" | cut -d' ' -f2 | tr -d '\r')
+	mcp_post -o /dev/null -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+	for _ in $(seq 300); do
+		if mcp_post -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' | grep -q test_simple_text; then
+			curl -s --max-time 5 -X DELETE "$url" -H "Mcp-Session-Id: $sid" -o /dev/null || true
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "conformance: kiln never listed the everything-server's tools; its log:" >&2
+	cat "$dir/kiln.log" >&2
+	return 1
+}
+
+# compare_direct runs the suite against the server directly and through
+# kiln for each revision and compares the two.
+compare_direct() {
+	server_bin=$out/everything-server
+	echo "== building the go-sdk conformance everything-server"
+	if ! "$here/build-server.sh" "$server_bin"; then
+		failed+=("direct-build")
+		return 1
+	fi
+	local rev dir rc
+	for rev in "${revisions[@]}"; do
+		dir=$out/direct-$rev
+		mkdir -p "$dir/server" "$dir/kiln"
+		start_server "$rev" "$dir" || { failed+=("direct-$rev"); continue; }
+		echo "== conformance $rev against the everything-server directly at $server_url"
+		(cd "$dir/server" && "$node" "$suite" server --url "$server_url" --requirements "$rev" \
+			-o "$dir/server/results") >"$dir/server/summary.txt" 2>&1 || true
+		stop_server
+
+		KILN_CONFORMANCE_SERVER=$server_bin start_kiln "$dir/kiln" "$here/direct.yaml" || { failed+=("direct-$rev"); continue; }
+		if ! wait_tools "$dir/kiln"; then
+			stop_kiln
+			failed+=("direct-$rev")
+			continue
+		fi
+		echo "== conformance $rev against kiln (expose: direct) fronting it over stdio at $url"
+		(cd "$dir/kiln" && "$node" "$suite" server --url "$url" --requirements "$rev" \
+			-o "$dir/kiln/results") >"$dir/kiln/summary.txt" 2>&1 || true
+		stop_kiln
+
+		rc=0
+		"$node" "$here/compare.mjs" "$rev" "$dir/server/results" "$dir/kiln/results" | tee "$dir/compare.txt" || rc=$?
+		if ((rc != 0)); then
+			failed+=("direct-$rev")
+		fi
+	done
+}
