@@ -430,7 +430,10 @@ func valueSpan(v string, c nameClass, aws, quoted bool) (start, end int, k kind,
 	}
 	switch c {
 	case strongName:
-		ok = len(val) >= 3
+		// An unquoted value that reads as a sentence is prose about a
+		// secret ("secret: the meeting moved", "Run passwd: it changes
+		// it"), not one; a quoted value was written as a value.
+		ok = len(val) >= 3 && (quoted || !prose(val))
 	case weakName:
 		ok = randomToken(val)
 	}
