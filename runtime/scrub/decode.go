@@ -29,6 +29,7 @@ const maxDecodeDepth = 2
 const (
 	windowRun     = 16 << 10
 	windowContext = 96
+	windowGap     = 8
 )
 
 // encodedAt reports whether an encoding starts at s[i], whose byte carries
@@ -114,6 +115,9 @@ func entityAt(s string, i int) (c byte, n int) {
 // backslashes (text escaped twice) decode to the one before the u.
 func backslashAt(s string, i int) (c byte, n int) {
 	j := i + 1
+	for j < len(s) && j-i < 8 && s[j] == '\\' {
+		j++
+	}
 	if j >= len(s) {
 		return 0, 0
 	}
@@ -139,7 +143,7 @@ func backslashAt(s string, i int) (c byte, n int) {
 	if v >= utf8.RuneSelf || v < 0x20 && v != '\n' && v != '\t' && v != '\r' {
 		return 0, 0
 	}
-	return byte(v), 2 + digits
+	return byte(v), j + 1 + digits - i
 }
 
 func isHex(c byte) bool { return isDigit(c) || 'a' <= c|0x20 && c|0x20 <= 'f' }
@@ -178,7 +182,13 @@ func decodeWindow(w string) (decoded, bool) {
 			if d, k := backslashAt(w, i); k > 0 {
 				c, n = d, k
 			}
-		case c >= utf8.RuneSelf:
+		}
+		if c == '\\' && n > 1 {
+			// A decoded backslash would read as the start of an escape
+			// (corp%5Cuser in a proxy URL), ending a token early.
+			c, n = w[i], 1
+		}
+		if n == 1 && c >= utf8.RuneSelf {
 			if k := invisibleAt(w, i); k > 0 {
 				i += k
 				changed = true
@@ -243,7 +253,9 @@ func (sc *Scrubber) scanEncoded(s string, dirty []int, spans []span, depth int) 
 	var wins []win
 	for _, i := range dirty {
 		a, b := window(s, i)
-		if n := len(wins); n > 0 && a <= wins[n-1].b {
+		// Windows a line break apart merge: a key split by invisible
+		// characters on every line must decode as one block.
+		if n := len(wins); n > 0 && a <= wins[n-1].b+windowGap {
 			wins[n-1].b = max(wins[n-1].b, b)
 			continue
 		}

@@ -157,6 +157,11 @@ func (w *jsonWalker) value(start, end int, esc bool, key string) bool {
 		if c, aws := classifyName(key); c != notSecret {
 			if rs, re, k, ok := valueSpan(s, c, aws, true); ok {
 				spans = merge(append(spans, span{rs, re, k}))
+			} else if d, enc := decodeWindow(s); enc {
+				// An encoded value ("Zq81%2DKd…") is judged decoded.
+				if rs, re, k, ok := valueSpan(d.text, c, aws, true); ok {
+					spans = merge(append(spans, span{int(d.src[rs]), int(d.srcEnd[re-1]), k}))
+				}
 			}
 		}
 	}

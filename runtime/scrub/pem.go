@@ -58,8 +58,15 @@ func pemEnd(s string, i, floor int) (span, bool) {
 		p = q
 	}
 	start := lineStartBack(s, p, floor)
-	if start == p || !wholeLine(s, start, floor) {
+	if start == p {
 		return span{}, false // an END line alone shows nothing secret
+	}
+	if !wholeLine(s, start, floor) {
+		// Lines joined by spaces, as an unquoted shell $KEY prints them.
+		if sp, ok := spacedBody(s, start, p, floor); ok {
+			return span{sp, end, kindPrivateKey}, true
+		}
+		return span{}, false
 	}
 	for {
 		q, ok := lineSepBack(s, start, floor)
@@ -73,6 +80,29 @@ func pemEnd(s string, i, floor int) (span, bool) {
 		start = ls
 	}
 	return span{start, end, kindPrivateKey}, true
+}
+
+// spacedBody walks back from the base64 word s[start:p] before an END
+// marker over words separated by spaces, each one a key body line, and
+// returns where the first starts. At least one of them must be a body line,
+// so "ends with -----END PRIVATE KEY-----" in prose is no key.
+func spacedBody(s string, start, p, floor int) (int, bool) {
+	found := bodyLine(s[start:p])
+	for {
+		q := start
+		for q > floor && start-q < 8 && (s[q-1] == ' ' || s[q-1] == '\t') {
+			q--
+		}
+		if q == start {
+			break
+		}
+		ls := lineStartBack(s, q, floor)
+		if ls == q || !bodyLine(s[ls:q]) || ls > floor && !windowStop(s[ls-1]) {
+			break
+		}
+		start, found = ls, true
+	}
+	return start, found
 }
 
 // wholeLine reports whether the base64 run at s[ls] starts a line: it
@@ -198,7 +228,7 @@ func bodyRun(s string, i int) (sp span, seen int, ok bool) {
 	if n < minBodyRun {
 		return span{}, max(lineEnd, i+1), false
 	}
-	if publicBefore(s, i) {
+	if publicBefore(s, i) || publicAfter(s, lineEnd) {
 		return span{}, lineEnd, false
 	}
 	// A partial line before the run (a tail cut mid-line) and the shorter
@@ -258,4 +288,48 @@ func publicBefore(s string, i int) bool {
 	}
 	_, private := pemLabel(s, lo+b, len("-----BEGIN "))
 	return !private
+}
+
+// publicAfter reports whether the lines after a body run ending at s[e],
+// past at most one more base64 line (a body's short last one), end with
+// the END line of a certificate or other non-secret block.
+func publicAfter(s string, e int) bool {
+	for range 2 {
+		q, broke := lineSepFwd(s, e)
+		if !broke {
+			return false
+		}
+		if strings.HasPrefix(s[q:], "-----END ") {
+			_, private := pemLabel(s, q, len("-----END "))
+			return !private
+		}
+		e = q
+		for e < len(s) && e-q < 76 && b64Std[s[e]] {
+			e++
+		}
+	}
+	return false
+}
+
+// keyFollows reports whether what follows a BEGIN marker ending at s[i]
+// can be a key: nothing (a cut text), a header line ("Proc-Type: …",
+// "Version: …") or a base64 word that is not a word of prose. Text that
+// names the marker ("starts with -----BEGIN PRIVATE KEY----- and ends
+// with…", a test's expected string) is not a key.
+func keyFollows(s string, i int) bool {
+	q, _ := lineSepFwd(s, i)
+	e := q
+	for e < len(s) && e-q < 64 && !windowStop(s[e]) && s[e] != ',' && s[e] != '\\' {
+		e++
+	}
+	w := s[q:e]
+	switch {
+	case w == "":
+		return q == len(s)
+	case strings.HasSuffix(w, ":"):
+		return true
+	case !b64Std[w[0]]:
+		return false
+	}
+	return len(w) >= 16 || !proseWord(w) || strings.ToUpper(w) == w // MIIE… starts most keys
 }

@@ -36,14 +36,14 @@ func proseWord(w string) bool {
 	if number(w) {
 		return true
 	}
-	var upper, lower, upperAfterLower int
+	var upper, lower, innerUpper int
 	prevLetter := false
 	for i, r := range w {
 		switch {
 		case unicode.IsUpper(r):
 			upper++
-			if lower > 0 {
-				upperAfterLower++
+			if i > 0 && prevLetter {
+				innerUpper++
 			}
 			prevLetter = true
 		case unicode.IsLetter(r):
@@ -59,8 +59,9 @@ func proseWord(w string) bool {
 			return false
 		}
 	}
-	// "Word", "word" and "WORD" are words; "wOrD" and "eyJhbG" are not.
-	return upperAfterLower == 0 || upper == 0
+	// "Word", "word", "WORD" and "Well-Known" are words; "wOrD", "MIIEow"
+	// and "eyJhbG" are not.
+	return innerUpper == 0 || lower == 0
 }
 
 // number reports whether w is a number as sentences write it: 12, 3.5,

@@ -126,11 +126,24 @@ func (lw *LineWriter) emit(line []byte, newline bool) error {
 // keyBodyLine reports whether line, indentation aside, could be a line of
 // a private key body.
 func keyBodyLine(line string) bool {
-	t := strings.Trim(line, " \t\r")
+	t := strings.Trim(line, " \t\r\",'")
+	if strings.ContainsAny(t, "%&\\") || !isASCII(t) {
+		d, _ := decodeWindow(t)
+		t = strings.Trim(d.text, " \t\r\",'")
+	}
 	for i := 0; i < len(t); i++ {
 		if !b64Std[t[i]] {
 			return false
 		}
 	}
 	return bodyLine(t)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
