@@ -252,6 +252,9 @@ func (sc *Scrubber) scanEncoded(s string, dirty []int, spans []span, depth int) 
 	type win struct{ a, b int }
 	var wins []win
 	for _, i := range dirty {
+		if n := len(wins); n > 0 && i < wins[n-1].b {
+			continue // inside the last window: "%41%41…" would walk it again at each '%'
+		}
 		a, b := window(s, i)
 		// Windows a line break apart merge: a key split by invisible
 		// characters on every line must decode as one block.
