@@ -58,7 +58,7 @@ func pemEnd(s string, i, floor int) (span, bool) {
 		p = q
 	}
 	start := lineStartBack(s, p, floor)
-	if start == p {
+	if start == p || !keyWord(s[start:p]) {
 		return span{}, false // an END line alone shows nothing secret
 	}
 	if !wholeLine(s, start, floor) {
@@ -331,5 +331,12 @@ func keyFollows(s string, i int) bool {
 	case !b64Std[w[0]]:
 		return false
 	}
-	return len(w) >= 16 || !proseWord(w) || strings.ToUpper(w) == w // MIIE… starts most keys
+	return keyWord(w)
+}
+
+// keyWord reports whether the base64 word w next to a marker can be key
+// material rather than a word of prose: long, or not a lower-case or
+// capitalised word ("MIIE…" starts most keys, "AQAB" and "Zw==" end many).
+func keyWord(w string) bool {
+	return len(w) >= 16 || !proseWord(w) || strings.ToUpper(w) == w
 }

@@ -105,7 +105,7 @@ func (lw *LineWriter) emit(line []byte, newline bool) error {
 			return nil
 		}
 	}
-	if newline && len(lw.held) < maxHeld && keyBodyLine(s) {
+	if newline && len(lw.held) < maxHeld && keyBodyLine(s, len(lw.held) > 0) {
 		lw.held = append(lw.held, s)
 		return nil
 	}
@@ -124,8 +124,8 @@ func (lw *LineWriter) emit(line []byte, newline bool) error {
 }
 
 // keyBodyLine reports whether line, indentation aside, could be a line of
-// a private key body.
-func keyBodyLine(line string) bool {
+// a private key body; after one, a short base64 line could be its last.
+func keyBodyLine(line string, after bool) bool {
 	t := strings.Trim(line, " \t\r\",'")
 	if strings.ContainsAny(t, "%&\\") || !isASCII(t) {
 		d, _ := decodeWindow(t)
@@ -136,7 +136,7 @@ func keyBodyLine(line string) bool {
 			return false
 		}
 	}
-	return bodyLine(t)
+	return bodyLine(t) || after && t != ""
 }
 
 func isASCII(s string) bool {
