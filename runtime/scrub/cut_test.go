@@ -120,3 +120,27 @@ func TestWriterKeyWithoutBegin(t *testing.T) {
 		})
 	}
 }
+
+func TestJSONKeyLinesAcrossStrings(t *testing.T) {
+	sc := New(Options{})
+	tests := []struct{ name, in, want string }{
+		{"tail as an array", `{"tail":["boot ok","` + keyLine1 + `","` + keyLast + `","-----END PRIVATE KEY-----"],"n":1}`,
+			`{"tail":["boot ok","[REDACTED:private-key]","[REDACTED:private-key]","[REDACTED:private-key]"],"n":1}`},
+		{"whole key as an array", `["-----BEGIN PRIVATE KEY-----","` + keyLine1 + `","-----END PRIVATE KEY-----","after"]`,
+			`["[REDACTED:private-key]","[REDACTED:private-key]","[REDACTED:private-key]","after"]`},
+		// A run with no marker needs line breaks between the strings, as
+		// indented JSON has; a compact array of bare body lines passes.
+		{"body lines as an indented array", "{\"lines\": [\n  \"" + keyLine1 + "\",\n  \"" + keyLine2 + "\",\n  \"" + keyLine3 + "\"\n]}",
+			"{\"lines\": [\n  \"[REDACTED:private-key]\",\n  \"[REDACTED:private-key]\",\n  \"[REDACTED:private-key]\"\n]}"},
+		{"one base64 string", `{"digest":"` + keyLine1 + `"}`, `{"digest":"` + keyLine1 + `"}`},
+		{"certificate lines", `["-----BEGIN CERTIFICATE-----","` + keyLine1 + `","-----END CERTIFICATE-----"]`,
+			`["-----BEGIN CERTIFICATE-----","` + keyLine1 + `","-----END CERTIFICATE-----"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, string(sc.JSON([]byte(tt.in)))); diff != "" {
+				t.Errorf("JSON(%s) (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}

@@ -29,7 +29,17 @@ func (sc *Scrubber) json(raw json.RawMessage, skip skipFunc) (out json.RawMessag
 		return raw, false
 	}
 	w := jsonWalker{sc: sc, doc: string(raw), skip: skip}
-	if !w.run() {
+	ok := w.run()
+	if ok && w.keyLines {
+		// A key may be split over the strings of an array, one line each
+		// (a stderr tail as a list): find it in the document's text and
+		// walk again, redacting every string it touches.
+		if keys := keySpans(sc, w.doc); len(keys) > 0 {
+			w = jsonWalker{sc: sc, doc: w.doc, skip: skip, force: keys}
+			ok = w.run()
+		}
+	}
+	if !ok {
 		spans, _ := sc.scan(w.doc, nil)
 		if len(spans) == 0 {
 			return raw, false
@@ -55,6 +65,12 @@ type jsonWalker struct {
 	sc   *Scrubber
 	doc  string
 	skip skipFunc
+
+	// force holds private key spans of doc found across strings; a string
+	// overlapping one is redacted whole. keyLines reports a string that
+	// looks like a line of a key, which makes json look for such spans.
+	force    []span
+	keyLines bool
 
 	out    []byte // nil until the first change
 	copied int    // doc[:copied] is in out
@@ -163,6 +179,16 @@ func (w *jsonWalker) value(start, end int, esc bool, key string) bool {
 					spans = merge(append(spans, span{int(d.src[rs]), int(d.srcEnd[re-1]), k}))
 				}
 			}
+		}
+	}
+	if !w.keyLines && len(s) >= 16 {
+		t := strings.TrimSpace(s)
+		w.keyLines = strings.Contains(s, "-----") || len(t) <= 256 && !strings.Contains(t, " ") && keyBodyLine(t, false)
+	}
+	for _, f := range w.force {
+		if f.start <= end && start < f.end {
+			spans = append(spans[:0], span{0, len(s), kindPrivateKey})
+			break
 		}
 	}
 	w.spans = spans
@@ -307,4 +333,17 @@ func appendQuoted(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// keySpans returns the private key redactions the text scan finds in doc
+// that cross from one JSON string into another.
+func keySpans(sc *Scrubber, doc string) []span {
+	spans, _ := sc.scan(doc, nil)
+	out := spans[:0]
+	for _, sp := range spans {
+		if sp.k == kindPrivateKey && strings.Contains(doc[sp.start:sp.end], `"`) {
+			out = append(out, sp)
+		}
+	}
+	return out
 }
