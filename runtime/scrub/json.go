@@ -183,7 +183,7 @@ func (w *jsonWalker) value(start, end int, esc bool, key string) bool {
 	}
 	if !w.keyLines && len(s) >= 16 {
 		t := strings.TrimSpace(s)
-		w.keyLines = strings.Contains(s, "-----") || len(t) <= 256 && !strings.Contains(t, " ") && keyBodyLine(t, false)
+		w.keyLines = len(t) <= 256 && looksKeyLine(t) || strings.Contains(s, "-----")
 	}
 	for _, f := range w.force {
 		if f.start <= end && start < f.end {
@@ -346,4 +346,19 @@ func keySpans(sc *Scrubber, doc string) []span {
 		}
 	}
 	return out
+}
+
+// looksKeyLine is keyBodyLine made cheap for the common case: most strings
+// fail at their first byte outside base64, and only one that may hide an
+// encoding there is decoded.
+func looksKeyLine(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; !b64Std[c] {
+			if c == '%' || c == '&' || c == '\\' || c >= 0x80 {
+				return keyBodyLine(t, false)
+			}
+			return false
+		}
+	}
+	return bodyLine(t)
 }
