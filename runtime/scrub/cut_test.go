@@ -2,10 +2,13 @@ package scrub
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
 // Fabricated key body lines: 64 bytes of mixed base64, and a short last one.
@@ -133,6 +136,8 @@ func TestJSONKeyLinesAcrossStrings(t *testing.T) {
 		{"body lines as an indented array", "{\"lines\": [\n  \"" + keyLine1 + "\",\n  \"" + keyLine2 + "\",\n  \"" + keyLine3 + "\"\n]}",
 			"{\"lines\": [\n  \"[REDACTED:private-key]\",\n  \"[REDACTED:private-key]\",\n  \"[REDACTED:private-key]\"\n]}"},
 		{"one base64 string", `{"digest":"` + keyLine1 + `"}`, `{"digest":"` + keyLine1 + `"}`},
+		{"key cut at its end in an array", `{"lines":["ok","-----BEGIN PRIVATE KEY-----","` + keyLine2 + `"],"type":"text","more":["text"]}`,
+			`{"lines":["ok","[REDACTED:private-key]","[REDACTED:private-key]"],"type":"text","more":["text"]}`},
 		{"certificate lines", `["-----BEGIN CERTIFICATE-----","` + keyLine1 + `","-----END CERTIFICATE-----"]`,
 			`["-----BEGIN CERTIFICATE-----","` + keyLine1 + `","-----END CERTIFICATE-----"]`},
 	}
@@ -142,5 +147,22 @@ func TestJSONKeyLinesAcrossStrings(t *testing.T) {
 				t.Errorf("JSON(%s) (-want +got):\n%s", tt.in, diff)
 			}
 		})
+	}
+}
+
+// A key cut at its end in one content block runs, as text, to the end of
+// the result; the blocks after it must keep their type.
+func TestResultKeyCutAtEnd(t *testing.T) {
+	sc := New(Options{})
+	in := &toolcall.Result{Content: []json.RawMessage{
+		json.RawMessage(`{"type":"text","text":"-----BEGIN PRIVATE KEY-----\n` + keyLine1 + `"}`),
+		json.RawMessage(`{"text":"-----BEGIN PRIVATE KEY-----\n` + keyLine1 + `","type":"text","_meta":{"note":"text"}}`),
+	}}
+	got := sc.Result(in)
+	want := []string{`{"type":"text","text":"[REDACTED:private-key]"}`, `{"text":"[REDACTED:private-key]","type":"text","_meta":{"note":"text"}}`}
+	for i, c := range got.Content {
+		if diff := cmp.Diff(want[i], string(c)); diff != "" {
+			t.Errorf("block %d (-want +got):\n%s", i, diff)
+		}
 	}
 }

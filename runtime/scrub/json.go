@@ -186,7 +186,7 @@ func (w *jsonWalker) value(start, end int, esc bool, key string) bool {
 		w.keyLines = len(t) <= 256 && looksKeyLine(t) || strings.Contains(s, "-----")
 	}
 	for _, f := range w.force {
-		if f.start <= end && start < f.end {
+		if f.start <= end && start < f.end && keyPart(s) {
 			spans = append(spans[:0], span{0, len(s), kindPrivateKey})
 			break
 		}
@@ -346,6 +346,23 @@ func keySpans(sc *Scrubber, doc string) []span {
 		}
 	}
 	return out
+}
+
+// keyPart reports whether s, a string inside a key found across strings,
+// is part of the key: a marker, a body line or a short last line. A key
+// cut at its end runs to the end of the document, over strings such as a
+// content block's "type" that must survive.
+func keyPart(s string) bool {
+	t := strings.TrimSpace(s)
+	if strings.Contains(t, "PRIVATE KEY") || looksKeyLine(t) {
+		return true
+	}
+	for i := 0; i < len(t); i++ {
+		if !b64Std[t[i]] {
+			return false
+		}
+	}
+	return t != "" && keyWord(t)
 }
 
 // looksKeyLine is keyBodyLine made cheap for the common case: most strings
