@@ -339,7 +339,9 @@ func valueAfter(s string, start int, colon bool, stop byte, limit int) (vs, ve i
 	}
 	e := v
 	if colon {
-		for e < len(s) && !colonDelim[s[e]] && s[e] != stop {
+		// A quote inside an unquoted value closes the string the whole
+		// assignment sits in: `err="…\n    X-Api-Key: 4b32…" retry=1s`.
+		for e < len(s) && !colonDelim[s[e]] && s[e] != stop && s[e] != '"' {
 			e++
 		}
 		if h := strings.Index(s[v:e], " #"); h >= 0 {
@@ -430,7 +432,10 @@ func valueSpan(v string, c nameClass, aws, quoted bool) (start, end int, k kind,
 	}
 	switch c {
 	case strongName:
-		ok = len(val) >= 3
+		// An unquoted value that reads as a sentence is prose about a
+		// secret ("secret: the meeting moved", "Run passwd: it changes
+		// it"), not one; a quoted value was written as a value.
+		ok = len(val) >= 3 && (quoted || !prose(val))
 	case weakName:
 		ok = randomToken(val)
 	}

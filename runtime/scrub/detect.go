@@ -140,6 +140,9 @@ const (
 	fValue
 	fEsc
 	fBackslash
+	// fEnc marks bytes that may start an encoding (decode.go): '%', '&',
+	// '\\' and the lead bytes of invisible characters.
+	fEnc
 )
 
 var flags = func() (t [256]uint8) {
@@ -151,8 +154,11 @@ var flags = func() (t [256]uint8) {
 	for _, c := range "AgsrexBb" {
 		t[c] |= fWord
 	}
-	for _, c := range "-:=" {
+	for _, c := range "-:=\n\\" {
 		t[c] |= fPunct
+	}
+	for _, c := range []byte{'%', '&', '\\', 0xC2, 0xD8, 0xE1, 0xE2, 0xEF} {
+		t[c] |= fEnc
 	}
 	for _, c := range "ntr" {
 		t[c] |= fEsc
@@ -171,11 +177,25 @@ var flags = func() (t [256]uint8) {
 // words, and a branch per byte mispredicted often enough to double the
 // cost of the whole scan.
 func (sc *Scrubber) scan(s string, dst []span) (spans []span, pemOpen bool) {
+	return sc.scanDepth(s, dst, 0)
+}
+
+// scanDepth is scan of text decoded depth times (see decode.go).
+func (sc *Scrubber) scanDepth(s string, dst []span, depth int) (spans []span, pemOpen bool) {
 	spans = dst
 	m := memo{valueBudget: 4*len(s) + 64<<10}
 	tbl := &flags
 	if sc.flags != nil {
 		tbl = sc.flags
+	}
+	// A key body run at the very start has no line break before it to
+	// trigger on.
+	if len(s) >= 64*minBodyRun && b64Std[s[0]] {
+		if sp, seen, ok := bodyRun(s, 0); ok {
+			spans = append(spans, sp)
+			m.keyFloor = sp.start
+			m.lineSeen = seen
+		}
 	}
 	for i := 0; i < len(s); {
 		end := min(i+64, len(s))
@@ -192,11 +212,14 @@ func (sc *Scrubber) scan(s string, dst []span) (spans []span, pemOpen bool) {
 			pos := i + bits.TrailingZeros64(mask)
 			mask &= mask - 1
 			f := tbl[s[pos]]
+			if f&fEnc != 0 && depth < maxDecodeDepth && encodedAt(s, pos) {
+				m.dirty = append(m.dirty, pos)
+			}
 			if f&fValue != 0 {
 				spans = sc.valueAt(s, pos, spans)
-				if f&(fWord|fPunct) == 0 {
-					continue
-				}
+			}
+			if f&(fWord|fPunct) == 0 {
+				continue
 			}
 			var resume int
 			var open bool
@@ -213,6 +236,11 @@ func (sc *Scrubber) scan(s string, dst []span) (spans []span, pemOpen bool) {
 		i = next
 	}
 	spans = sc.findLearned(s, spans)
+	if len(m.dirty) > 0 {
+		var open bool
+		spans, open = sc.scanEncoded(s, sortedUnique(m.dirty), spans, depth)
+		pemOpen = pemOpen || open
+	}
 	return merge(spans), pemOpen
 }
 
@@ -231,10 +259,9 @@ func triggerMask(b string, prev, prev2 uint8, tbl *[256]uint8) uint64 {
 		// alphanumeric is the letter of a \n, \t or \r escape.
 		esc := prev >> 4 & (prev2 >> 5) & 1
 		inWord := (prev & fAlnum) &^ esc
-		fire := f & (fPunct | fValue | fWord&^(inWord<<1))
-		// fire is an even number below 16; adding 15 and shifting by 4
-		// makes it 0 or 1.
-		mask |= uint64((fire+15)>>4) << (uint(j) & 63)
+		fire := f & (fPunct | fValue | fEnc | fWord&^(inWord<<1))
+		// fire is below 128; adding 127 and shifting by 7 makes it 0 or 1.
+		mask |= uint64((fire+127)>>7) << (uint(j) & 63)
 		prev2, prev = prev, f
 	}
 	return mask
@@ -263,6 +290,12 @@ type memo struct {
 	// text spends a fraction of the budget (values are short), while
 	// "api_key=api_key=…" spends maxRun per '='.
 	valueBudget int
+	// keyFloor is the end of the last private key redaction: an END line
+	// after it looks for its body no further back. lineSeen is where the
+	// last key body run examined from a line break ended.
+	keyFloor, lineSeen int
+	// dirty lists where encodings start, for scanEncoded.
+	dirty []int
 }
 
 // degradedRun is the value scan limit once memo.valueBudget is spent.
@@ -280,7 +313,24 @@ func detectAt(s string, i int, spans []span, m *memo) (_ []span, resume int, pem
 		}
 		if end, ok, open := pemBlock(s, i); ok {
 			spans = append(spans, span{i, end, kindPrivateKey})
+			m.keyFloor = end
 			return spans, end, open
+		}
+		if sp, ok := pemEnd(s, i, m.keyFloor); ok {
+			m.keyFloor = sp.end
+			return append(spans, sp), sp.end, false
+		}
+	case '\n', '\\':
+		if i < m.lineSeen || s[i] == '\\' && (i+1 >= len(s) || s[i+1] != 'n') {
+			break
+		}
+		sp, seen, ok := bodyRun(s, i)
+		m.lineSeen = seen
+		if ok {
+			// An END line right after the run walks back over it again, so
+			// the two finds merge into one redaction.
+			m.keyFloor = sp.start
+			return append(spans, sp), sp.end, false
 		}
 	case ':':
 		if i+2 < len(s) && s[i+1] == '/' && s[i+2] == '/' {

@@ -21,7 +21,15 @@
 // the "=" or ":" of an assignment) and checked only where the anchor
 // appears.
 //
+// Secrets are also caught when their shape is cut or hidden: a private key
+// seen from its END line back, or as a run of body lines with no marker (a
+// stderr tail that starts mid-key), and tokens URL-encoded, HTML- or
+// backslash-escaped or split by invisible characters, which are decoded
+// around where the encoding appears and redacted in their original form
+// (pem.go, decode.go).
+//
 // The scrubber prefers redacting too much over too little, but the
-// look-alike corpus in testdata keeps it honest: git SHAs, hashes, UUIDs,
-// base64 images, pagination cursors and token counts survive.
+// look-alike and benign corpora in testdata keep it honest: git SHAs,
+// hashes, UUIDs, base64 images, certificates, pagination cursors, token
+// counts and prose that mentions a password survive.
 package scrub

@@ -29,7 +29,17 @@ func (sc *Scrubber) json(raw json.RawMessage, skip skipFunc) (out json.RawMessag
 		return raw, false
 	}
 	w := jsonWalker{sc: sc, doc: string(raw), skip: skip}
-	if !w.run() {
+	ok := w.run()
+	if ok && w.keyLines {
+		// A key may be split over the strings of an array, one line each
+		// (a stderr tail as a list): find it in the document's text and
+		// walk again, redacting every string it touches.
+		if keys := keySpans(sc, w.doc); len(keys) > 0 {
+			w = jsonWalker{sc: sc, doc: w.doc, skip: skip, force: keys}
+			ok = w.run()
+		}
+	}
+	if !ok {
 		spans, _ := sc.scan(w.doc, nil)
 		if len(spans) == 0 {
 			return raw, false
@@ -55,6 +65,12 @@ type jsonWalker struct {
 	sc   *Scrubber
 	doc  string
 	skip skipFunc
+
+	// force holds private key spans of doc found across strings; a string
+	// overlapping one is redacted whole. keyLines reports a string that
+	// looks like a line of a key, which makes json look for such spans.
+	force    []span
+	keyLines bool
 
 	out    []byte // nil until the first change
 	copied int    // doc[:copied] is in out
@@ -157,7 +173,22 @@ func (w *jsonWalker) value(start, end int, esc bool, key string) bool {
 		if c, aws := classifyName(key); c != notSecret {
 			if rs, re, k, ok := valueSpan(s, c, aws, true); ok {
 				spans = merge(append(spans, span{rs, re, k}))
+			} else if d, enc := decodeWindow(s); enc {
+				// An encoded value ("Zq81%2DKd…") is judged decoded.
+				if rs, re, k, ok := valueSpan(d.text, c, aws, true); ok {
+					spans = merge(append(spans, span{int(d.src[rs]), int(d.srcEnd[re-1]), k}))
+				}
 			}
+		}
+	}
+	if !w.keyLines && len(s) >= 16 {
+		t := strings.TrimSpace(s)
+		w.keyLines = len(t) <= 256 && looksKeyLine(t) || strings.Contains(s, "-----")
+	}
+	for _, f := range w.force {
+		if f.start <= end && start < f.end && keyPart(s) {
+			spans = append(spans[:0], span{0, len(s), kindPrivateKey})
+			break
 		}
 	}
 	w.spans = spans
@@ -302,4 +333,49 @@ func appendQuoted(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// keySpans returns the private key redactions the text scan finds in doc
+// that cross from one JSON string into another.
+func keySpans(sc *Scrubber, doc string) []span {
+	spans, _ := sc.scan(doc, nil)
+	out := spans[:0]
+	for _, sp := range spans {
+		if sp.k == kindPrivateKey && strings.Contains(doc[sp.start:sp.end], `"`) {
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+// keyPart reports whether s, a string inside a key found across strings,
+// is part of the key: a marker, a body line or a short last line. A key
+// cut at its end runs to the end of the document, over strings such as a
+// content block's "type" that must survive.
+func keyPart(s string) bool {
+	t := strings.TrimSpace(s)
+	if strings.Contains(t, "PRIVATE KEY") || looksKeyLine(t) {
+		return true
+	}
+	for i := 0; i < len(t); i++ {
+		if !b64Std[t[i]] {
+			return false
+		}
+	}
+	return t != "" && keyWord(t)
+}
+
+// looksKeyLine is keyBodyLine made cheap for the common case: most strings
+// fail at their first byte outside base64, and only one that may hide an
+// encoding there is decoded.
+func looksKeyLine(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; !b64Std[c] {
+			if c == '%' || c == '&' || c == '\\' || c >= 0x80 {
+				return keyBodyLine(t, false)
+			}
+			return false
+		}
+	}
+	return bodyLine(t)
 }

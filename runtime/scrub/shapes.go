@@ -204,6 +204,9 @@ func pemBlock(s string, i int) (end int, ok, open bool) {
 		return 0, false, false
 	}
 	body := labelStart + l + 5
+	if !keyFollows(s, body) {
+		return 0, false, false
+	}
 	e := strings.Index(s[body:], "-----END ")
 	if e < 0 {
 		return len(s), true, true

@@ -16,7 +16,10 @@ const maxPending = 64 << 10
 // across Write calls is still caught whole. Lines longer than 64 KiB are
 // passed on in pieces cut at whitespace where possible; a secret spanning
 // such a cut could slip through. A private key block spans lines, so after
-// a BEGIN line every line is dropped until the END line.
+// a BEGIN line every line is dropped until the END line, and lines that
+// look like a key body are held until a line that is not one arrives, then
+// scrubbed with it as one block: a key whose BEGIN line never came (a
+// stream joined mid-key) is still redacted from its END line back.
 //
 // Safe for concurrent use. Call Flush when the stream ends to pass on a
 // final line that has no newline.
@@ -26,8 +29,13 @@ type LineWriter struct {
 
 	mu      sync.Mutex
 	pending []byte
-	inKey   bool // inside a private key block whose END line is still to come
+	inKey   bool     // inside a private key block whose END line is still to come
+	held    []string // key body lines waiting for the line after them
 }
+
+// maxHeld bounds the key body lines a LineWriter holds: a PGP key block,
+// the longest, has about 80.
+const maxHeld = 128
 
 // Writer returns a LineWriter that scrubs into w. With a nil Scrubber it
 // still buffers lines but changes nothing.
@@ -71,7 +79,7 @@ func (lw *LineWriter) Write(p []byte) (int, error) {
 func (lw *LineWriter) Flush() error {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
-	if len(lw.pending) == 0 {
+	if len(lw.pending) == 0 && len(lw.held) == 0 {
 		return nil
 	}
 	err := lw.emit(lw.pending, false)
@@ -97,6 +105,15 @@ func (lw *LineWriter) emit(line []byte, newline bool) error {
 			return nil
 		}
 	}
+	if newline && len(lw.held) < maxHeld && keyBodyLine(s, len(lw.held) > 0) {
+		lw.held = append(lw.held, s)
+		return nil
+	}
+	if len(lw.held) > 0 {
+		lw.held = append(lw.held, s)
+		s = strings.Join(lw.held, "\n")
+		lw.held = lw.held[:0]
+	}
 	out, open := lw.sc.text(s)
 	lw.inKey = open
 	if newline {
@@ -104,4 +121,29 @@ func (lw *LineWriter) emit(line []byte, newline bool) error {
 	}
 	_, err := io.WriteString(lw.w, out)
 	return err
+}
+
+// keyBodyLine reports whether line, indentation aside, could be a line of
+// a private key body; after one, a short base64 line could be its last.
+func keyBodyLine(line string, after bool) bool {
+	t := strings.Trim(line, " \t\r\",'")
+	if strings.ContainsAny(t, "%&\\") || !isASCII(t) {
+		d, _ := decodeWindow(t)
+		t = strings.Trim(d.text, " \t\r\",'")
+	}
+	for i := 0; i < len(t); i++ {
+		if !b64Std[t[i]] {
+			return false
+		}
+	}
+	return bodyLine(t) || after && t != ""
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

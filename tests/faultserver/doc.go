@@ -38,6 +38,6 @@
 //	progress-token <token>              a tools/call carried a progress token
 //	exit <code> <reason>                the process is about to exit on purpose
 //
-// Tools: echo, slow, hang, huge, crash, fail, rich, progress, add_tool,
-// remove_tool and calls; each one's description says what it does.
+// Tools: echo, slow, hang, huge, crash, fail, stderr, rich, progress,
+// add_tool, remove_tool and calls; each one's description says what it does.
 package main

@@ -85,6 +85,7 @@ func newServer(tp *tap, events *eventLog, stderr io.Writer, g *garbage) *mcp.Ser
 	add(ts, "huge", "Returns one text content block of exactly bytes bytes of numbered ASCII lines.", ts.huge)
 	add(ts, "crash", "Kills the server process with exit status 3 without answering.", ts.crash)
 	add(ts, "fail", "Returns a tool error (isError true) whose text is message.", ts.fail)
+	add(ts, "stderr", "Writes its text argument to the server's stderr, as a backend printing a secret would, then returns \"written\".", ts.writeStderr)
 	add(ts, "rich", "Returns text, a PNG image, an embedded text resource and structured content matching its output schema.", ts.rich)
 	add(ts, "progress", "Sends steps progress notifications to the caller's progress token, ms apart, and one info log message, then returns \"done <steps> steps\".", ts.progress)
 	add(ts, "add_tool", "Adds an echo tool with the given name at run time; clients get notifications/tools/list_changed.", ts.addTool)
@@ -174,6 +175,11 @@ func (ts *tools) crash(_ context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.
 	ts.events.add("exit 3 crash tool")
 	os.Exit(3)
 	return nil, nil, nil
+}
+
+func (ts *tools) writeStderr(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+	fmt.Fprintln(ts.stderr, in.Text)
+	return text("written"), nil, nil
 }
 
 func (ts *tools) fail(_ context.Context, _ *mcp.CallToolRequest, in failIn) (*mcp.CallToolResult, any, error) {
