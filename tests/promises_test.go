@@ -47,7 +47,9 @@ func TestCompiledBackendLeftOutOfTheConfigIsInvisible(t *testing.T) {
 }
 
 // TestMaxOutputSizeRaisesTheCap asks for a 500 KB output with
-// max_output_size 1,000,000 and gets it whole.
+// max_output_size 1,000,000 and gets it whole. The first call is made
+// right after start to a backend not compiled in: it waits for the
+// backend to connect and its tools to be listed instead of failing.
 func TestMaxOutputSizeRaisesTheCap(t *testing.T) {
 	k := startFaultKiln(t, fmt.Sprintf("  f1:\n    transport: stdio\n    command: %s\n    env: {FAULT_STATE_DIR: %s}\n", faultBin(t), t.TempDir()))
 	call := `{"tool":"f1.huge","arguments":{"bytes":500000}}`

@@ -46,6 +46,12 @@ type Options struct {
 	// resources or prompts changed; kind is "tools", "resources" or
 	// "prompts".
 	OnListChanged func(backend, kind string)
+	// Refresh, when set, lists a connected backend's live tools into the
+	// registry now. A call naming a tool the registry lacks, on a backend
+	// still connecting (one not compiled in has no tools until it
+	// connects), waits for the connection and asks Refresh before it
+	// reports the tool unknown.
+	Refresh func(ctx context.Context, backend string) error
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and
@@ -139,6 +145,9 @@ func (d *Dispatcher) CallTool(ctx context.Context, backendName, tool string, arg
 func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, args json.RawMessage) (*toolcall.Result, error) {
 	id := backendName + "." + tool
 	t, err := d.reg.Resolve(id)
+	if err != nil && d.awaitTools(ctx, backendName, tool) {
+		t, err = d.reg.Resolve(id)
+	}
 	if err != nil {
 		return nil, &Error{Code: CodeNotFound, Backend: backendName, Tool: tool, Err: err, Message: err.Error()}
 	}
@@ -232,6 +241,26 @@ func (d *Dispatcher) awaitConn(ctx context.Context, name, tool string) (*slot, *
 					name, lim.timeout, name, tool, name)}
 		}
 	}
+}
+
+// awaitTools waits for a starting backend to connect and has its live
+// tools listed, so a call to a backend not compiled in is not refused as
+// unknown only because it came first. It reports whether the tools were
+// refreshed.
+func (d *Dispatcher) awaitTools(ctx context.Context, name, tool string) bool {
+	if d.opts.Refresh == nil {
+		return false
+	}
+	if _, _, _, wait, _ := d.connOrWait(name, tool); wait == nil {
+		return false // not starting: the registry already knows what it has
+	}
+	_, _, lim, _, err := d.awaitConn(ctx, name, tool)
+	if err != nil {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(ctx, lim.timeout)
+	defer cancel()
+	return d.opts.Refresh(rctx, name) == nil
 }
 
 // conn returns the backend's slot and live connection, or an error saying

@@ -321,3 +321,32 @@ func TestRemovedNameIsFreeAtOnce(t *testing.T) {
 		t.Fatalf("re-adding a removed name: %v", err)
 	}
 }
+
+func TestFirstCallToAToolNotYetListedWaitsForTheBackend(t *testing.T) {
+	// A backend not compiled in has no tools until it connects: the first
+	// call waits for the connection and the refresh instead of failing as
+	// unknown.
+	d := supervisedStarted(t, "slow", nil)
+	d.reg.Replace(&manifest.Manifest{Version: 1, Backend: "sup"})
+	refreshed := 0
+	d.opts.Refresh = func(ctx context.Context, name string) error {
+		refreshed++
+		tools, err := d.Tools(ctx, name)
+		if err != nil {
+			return err
+		}
+		d.reg.Replace(&manifest.Manifest{Version: 1, Backend: name, Tools: tools})
+		return nil
+	}
+	res, err := d.CallTool(t.Context(), "sup", "pid", nil)
+	if err != nil {
+		t.Fatalf("first call to a tool listed only once the backend connects: %v", err)
+	}
+	if _, err := strconv.Atoi(res.TextContent()); err != nil || refreshed != 1 {
+		t.Errorf("answer %q after %d refreshes, want the pid after 1", res.TextContent(), refreshed)
+	}
+	// Once connected, an unknown tool is reported at once, without a refresh.
+	if _, err := d.CallTool(t.Context(), "sup", "nope", nil); CodeOf(err) != CodeNotFound || refreshed != 1 {
+		t.Errorf("unknown tool on a connected backend: %v (refreshes %d)", err, refreshed)
+	}
+}

@@ -127,6 +127,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
 		OnConnect: refresh,
+		Refresh:   func(ctx context.Context, name string) error { return cat.Refresh(ctx, name) },
 		OnListChanged: func(name, kind string) {
 			if kind == "tools" {
 				refresh(name)
