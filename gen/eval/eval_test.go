@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kilnmcp/kiln/runtime/search/benchdata"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -116,18 +118,10 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
-// benchDir holds the tool-retrieval benchmarks; KILN_BENCH_DIR overrides.
+// benchDir holds the tool-retrieval benchmarks (benchdata.Dir).
 func benchDir(t *testing.T, name string) (tools, queries string) {
 	t.Helper()
-	dir := os.Getenv("KILN_BENCH_DIR")
-	if dir == "" {
-		dir = "/work/shared/bench"
-	}
-	tools, queries = filepath.Join(dir, name, "tools.jsonl"), filepath.Join(dir, name, "queries.jsonl")
-	if _, err := os.Stat(tools); err != nil {
-		t.Skipf("bench data not found (set KILN_BENCH_DIR): %v", err)
-	}
-	return tools, queries
+	return benchdata.Files(t, name)
 }
 
 // TestBaselines reproduces bench/README.md's plain BM25 rows, which checks

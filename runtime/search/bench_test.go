@@ -1,52 +1,21 @@
 package search
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/kilnmcp/kiln/runtime/search/benchdata"
 )
 
 // benchDocs replays the tool-retrieval benchmark fleets (LiveMCPBench's 527
 // MCP tools and ToolBench's 2,479 APIs) with renamed backends until there
-// are n tools. KILN_BENCH_DIR overrides the folder.
+// are n tools.
 func benchDocs(b *testing.B, n int) []Doc {
 	b.Helper()
-	dir := os.Getenv("KILN_BENCH_DIR")
-	if dir == "" {
-		dir = "/work/shared/bench"
-	}
-	var src []Doc
-	for _, set := range []string{"livemcpbench", "toolbench"} {
-		f, err := os.Open(filepath.Join(dir, set, "tools.jsonl"))
-		if err != nil {
-			b.Skipf("bench data: %v (set KILN_BENCH_DIR)", err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<24)
-		for sc.Scan() {
-			var t struct {
-				Server, Name, Title, Description string
-				InputSchema                      json.RawMessage
-			}
-			if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
-				b.Fatal(err)
-			}
-			src = append(src, NewDoc(t.Server, t.Name, t.Title, t.Description, t.InputSchema))
-		}
-		f.Close()
-	}
-	out := make([]Doc, 0, n)
-	for copyN := 0; len(out) < n; copyN++ {
-		for _, d := range src[:min(len(src), n-len(out))] {
-			if copyN > 0 {
-				d.Backend = fmt.Sprintf("%s-r%d", d.Backend, copyN)
-				d.ID = d.Backend + "." + d.Name
-			}
-			out = append(out, d)
-		}
+	fleet := benchdata.Fleet(b, n)
+	out := make([]Doc, len(fleet))
+	for i, t := range fleet {
+		out[i] = NewDoc(t.Server, t.Name, t.Title, t.Description, t.InputSchema)
 	}
 	return out
 }

@@ -3,13 +3,12 @@
 package semantic
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kilnmcp/kiln/runtime/search/benchdata"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -73,42 +72,13 @@ func TestSearcherLlama(t *testing.T) {
 
 // benchDocs replays the bench fleets (LiveMCPBench, ToolBench) with
 // renamed backends until there are n tools, as runtime/search's
-// benchmarks do. KILN_BENCH_DIR overrides the folder.
+// benchmarks do.
 func benchDocs(b *testing.B, n int) []search.Doc {
 	b.Helper()
-	dir := os.Getenv("KILN_BENCH_DIR")
-	if dir == "" {
-		dir = "/work/shared/bench"
-	}
-	var src []search.Doc
-	for _, set := range []string{"livemcpbench", "toolbench"} {
-		f, err := os.Open(filepath.Join(dir, set, "tools.jsonl"))
-		if err != nil {
-			b.Skipf("bench data: %v (set KILN_BENCH_DIR)", err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 1<<24)
-		for sc.Scan() {
-			var t struct {
-				Server, Name, Title, Description string
-				InputSchema                      json.RawMessage
-			}
-			if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
-				b.Fatal(err)
-			}
-			src = append(src, search.NewDoc(t.Server, t.Name, t.Title, t.Description, t.InputSchema))
-		}
-		f.Close()
-	}
-	out := make([]search.Doc, 0, n)
-	for copyN := 0; len(out) < n; copyN++ {
-		for _, d := range src[:min(len(src), n-len(out))] {
-			if copyN > 0 {
-				d.Backend = fmt.Sprintf("%s-r%d", d.Backend, copyN)
-				d.ID = d.Backend + "." + d.Name
-			}
-			out = append(out, d)
-		}
+	fleet := benchdata.Fleet(b, n)
+	out := make([]search.Doc, len(fleet))
+	for i, t := range fleet {
+		out[i] = search.NewDoc(t.Server, t.Name, t.Title, t.Description, t.InputSchema)
 	}
 	return out
 }
