@@ -110,9 +110,9 @@ type CompleteRef struct {
 	Prompt, URI string
 }
 
-// Complete asks the backend for completions of one argument; context holds
-// the values of the arguments already chosen.
-func (c *Conn) Complete(ctx context.Context, ref CompleteRef, arg, value string, context map[string]string) (json.RawMessage, error) {
+// Complete asks the backend for completions of one argument; chosen holds
+// the values of the arguments already filled in.
+func (c *Conn) Complete(ctx context.Context, ref CompleteRef, arg, value string, chosen map[string]string) (json.RawMessage, error) {
 	if c.caps.Completions == nil {
 		return json.RawMessage(`{"completion":{"values":[]}}`), nil
 	}
@@ -122,8 +122,8 @@ func (c *Conn) Complete(ctx context.Context, ref CompleteRef, arg, value string,
 	} else {
 		params.Ref = mcp.ResourceReference{Type: "ref/resource", URI: ref.URI}
 	}
-	if len(context) > 0 {
-		params.Context = mcp.CompleteContext{Arguments: context}
+	if len(chosen) > 0 {
+		params.Context = mcp.CompleteContext{Arguments: chosen}
 	}
 	ctx, capture := withCapture(ctx, string(mcp.MethodCompletionComplete))
 	res, err := c.client.Complete(ctx, mcp.CompleteRequest{Params: params})

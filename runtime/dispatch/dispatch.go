@@ -46,6 +46,12 @@ type Options struct {
 	// resources or prompts changed; kind is "tools", "resources" or
 	// "prompts".
 	OnListChanged func(backend, kind string)
+	// OnResourceUpdated is told of each notifications/resources/updated a
+	// backend sends, with its raw params.
+	OnResourceUpdated func(backend string, params json.RawMessage)
+	// OnLog is told of each log message a backend sends that no single
+	// call listens to (sent outside calls, or while several run).
+	OnLog func(backend string, params json.RawMessage)
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and

@@ -65,7 +65,10 @@ type Options struct {
 	// Scrubber redacts secrets from every result, resource and prompt;
 	// nil passes text through.
 	Scrubber *scrub.Scrubber
-	Logger   *slog.Logger
+	// Passthrough reaches the backends' resources, prompts, completions,
+	// subscriptions and log levels; nil lists the compiled ones only.
+	Passthrough Passthrough
+	Logger      *slog.Logger
 }
 
 // Registrar adds and removes backends at run time; *catalog.Catalog is one.
@@ -80,6 +83,10 @@ type Server struct {
 	log   *slog.Logger
 	mcp   *server.MCPServer
 	valid *schema.Validator
+	// hooks are the SDK server's hooks, shared by the features that need
+	// them.
+	hooks *server.Hooks
+	pass  *passthru
 }
 
 const instructions = `kiln gives you many backend MCP servers' tools through a few meta-tools.
@@ -97,10 +104,14 @@ func New(opts Options) *Server {
 	if opts.Name == "" {
 		opts.Name = "kiln"
 	}
-	s := &Server{opts: opts, log: log, valid: schema.New()}
+	s := &Server{opts: opts, log: log, valid: schema.New(), hooks: &server.Hooks{}}
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		server.WithToolCapabilities(false),
-		server.WithResourceCapabilities(false, false),
+		// Backends' resources and prompts pass through: subscriptions are
+		// forwarded, and their lists change as backends connect.
+		server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true),
+		server.WithHooks(s.hooks),
 		server.WithLogging(),
 		server.WithInstructions(instructions),
 	)
@@ -115,6 +126,7 @@ func New(opts Options) *Server {
 	}
 	s.addResources()
 	s.addPrompts()
+	s.addPassthrough()
 	for _, mt := range metaTools {
 		if err := s.valid.Compile(mt.name, json.RawMessage(mt.schema)); err != nil {
 			panic(fmt.Sprintf("meta-tool %s: invalid built-in schema: %v", mt.name, err)) // programmer error at init

@@ -109,13 +109,22 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			log.Warn("could not refresh a backend's tools", "backend", name, "err", err)
 		}
 	}
+	hub := &passthroughHub{log: log, timeout: cfg.Gateway.ConnectTimeout}
 	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
-		OnConnect: refresh,
+		OnConnect: func(name string) {
+			refresh(name)
+			hub.refresh(ctx, name)
+		},
 		OnListChanged: func(name, kind string) {
 			if kind == "tools" {
 				refresh(name)
+			} else {
+				hub.refresh(ctx, name, kind)
 			}
-		}})
+		},
+		OnResourceUpdated: hub.updated,
+		OnLog:             hub.logged,
+	})
 	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log,
 		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) }})
 	disp.Start(ctx)
@@ -170,7 +179,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Scrub:          scrubber.Result,
 			Logger:         log,
 		}),
+		Passthrough: disp,
 	})
+	hub.attach(ctx, srv, disp)
 	if *httpAddr == "" {
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)

@@ -1,0 +1,332 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/route"
+)
+
+// Passthrough reaches the backends' resources, prompts, completions,
+// subscriptions and log levels; *dispatch.Dispatcher is one.
+type Passthrough interface {
+	ListResources(ctx context.Context, backend string) ([]manifest.Resource, error)
+	ListResourceTemplates(ctx context.Context, backend string) ([]manifest.ResourceTemplate, error)
+	ListPrompts(ctx context.Context, backend string) ([]manifest.Prompt, error)
+	ReadResource(ctx context.Context, backend, uri string) (json.RawMessage, error)
+	GetPrompt(ctx context.Context, backend, prompt string, args map[string]string) (json.RawMessage, error)
+	Complete(ctx context.Context, backend string, ref backend.CompleteRef, arg, value string, chosen map[string]string) (json.RawMessage, error)
+	Subscribe(ctx context.Context, backend, uri string) error
+	Unsubscribe(ctx context.Context, backend, uri string) error
+	SetLevel(ctx context.Context, backend, level string) error
+}
+
+// offer is what one backend lists: its compiled manifest's lists until it
+// connects, then its live lists.
+type offer struct {
+	resources []manifest.Resource
+	templates []manifest.ResourceTemplate
+	prompts   []manifest.Prompt
+}
+
+// promptRef is a backend prompt behind its exposed name.
+type promptRef struct{ backend, name string }
+
+// passthru serves the backends' resources and prompts beside kiln's own:
+// it keeps each backend's offer, registers the merged lists with the SDK
+// server (which then lists, paginates and announces list changes) and
+// routes reads, prompts and completions to the owning backend.
+type passthru struct {
+	s *Server
+
+	mu     sync.Mutex // serializes sync
+	offers map[string]offer
+	// Registered with the SDK server, with a fingerprint so an unchanged
+	// item is not registered again (each registration notifies clients).
+	resources map[string]string // URI -> fingerprint
+	templates map[string]string // template -> fingerprint
+	prompts   map[string]string // exposed name -> fingerprint
+
+	table   atomic.Pointer[route.Table]
+	exposed atomic.Pointer[map[string]promptRef]
+
+	subs subscriptions
+	logs logState
+}
+
+func (s *Server) addPassthrough() {
+	p := &passthru{s: s, offers: map[string]offer{},
+		resources: map[string]string{}, templates: map[string]string{}, prompts: map[string]string{}}
+	p.table.Store(route.New(nil))
+	p.exposed.Store(&map[string]promptRef{})
+	p.subs.init()
+	p.logs.init()
+	for _, b := range s.opts.Registry.Backends() {
+		m := b.Manifest
+		p.offers[m.Backend] = offer{m.Resources, m.ResourceTemplates, m.Prompts}
+	}
+	s.pass = p
+	p.sync()
+	p.hook(s.hooks)
+}
+
+// exposedName is how a backend prompt is named to clients: like a tool in
+// the direct exposure mode, backend__prompt with every character outside
+// [a-zA-Z0-9_-] mapped to '_' and a short hash suffix past 64 characters,
+// or the prompt's own name when the backend is bare. Tools and prompts
+// must share one resolver so the two rules never disagree; this is the
+// only place prompts ask.
+func exposedName(backend, name string, bare bool) string {
+	full := name
+	if !bare {
+		full = backend + "__" + name
+	}
+	out := []byte(full)
+	for i, c := range out {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			out[i] = '_'
+		}
+	}
+	if len(out) <= 64 && string(out) == full {
+		return full
+	}
+	h := fnv.New32a()
+	h.Write([]byte(full))
+	suffix := fmt.Sprintf("_%08x", h.Sum32())
+	if len(out) > 64-len(suffix) {
+		out = out[:64-len(suffix)]
+	}
+	return string(out) + suffix
+}
+
+// Refresh replaces a connected backend's offer with its live lists (kinds
+// "resources" and "prompts"; none means both) and updates what clients
+// see. kiln calls it when a backend connects and when it announces a list
+// change; the SDK server then tells clients their lists changed.
+func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) error {
+	p := s.pass
+	if p == nil || s.opts.Passthrough == nil {
+		return nil
+	}
+	want := func(k string) bool { return len(kinds) == 0 || slices.Contains(kinds, k) }
+	p.mu.Lock()
+	o := p.offers[name]
+	p.mu.Unlock()
+	var err error
+	if want("resources") {
+		if o.resources, err = s.opts.Passthrough.ListResources(ctx, name); err != nil {
+			return fmt.Errorf("refresh %s resources: %w", name, err)
+		}
+		if o.templates, err = s.opts.Passthrough.ListResourceTemplates(ctx, name); err != nil {
+			return fmt.Errorf("refresh %s resource templates: %w", name, err)
+		}
+	}
+	if want("prompts") {
+		if o.prompts, err = s.opts.Passthrough.ListPrompts(ctx, name); err != nil {
+			return fmt.Errorf("refresh %s prompts: %w", name, err)
+		}
+	}
+	p.mu.Lock()
+	p.offers[name] = o
+	p.mu.Unlock()
+	p.sync()
+	if len(kinds) == 0 {
+		// A (re)connected backend has forgotten kiln's subscriptions and
+		// log level.
+		p.resubscribe(ctx, name)
+		p.logs.apply(ctx, s, name)
+	}
+	return nil
+}
+
+// Forget drops a backend's offer (a runtime backend deregistered).
+func (s *Server) Forget(name string) {
+	if p := s.pass; p != nil {
+		p.mu.Lock()
+		delete(p.offers, name)
+		p.mu.Unlock()
+		p.sync()
+	}
+}
+
+// sync registers the merged lists with the SDK server: backends in
+// declared (name) order, the first to claim a URI, template or exposed
+// prompt name keeps it, kiln's own kiln:// resources and prompts always
+// win. Only changes are registered, so clients hear of real changes only.
+func (p *passthru) sync() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	names := make([]string, 0, len(p.offers))
+	for n := range p.offers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var routes []route.Backend
+	res := map[string]server.ServerResource{}
+	tpls := map[string]server.ServerResourceTemplate{}
+	prompts := map[string]server.ServerPrompt{}
+	exposed := map[string]promptRef{}
+	fpRes, fpTpl, fpPrompt := map[string]string{}, map[string]string{}, map[string]string{}
+	for _, name := range names {
+		o := p.offers[name]
+		rb := route.Backend{Name: name}
+		for _, r := range o.resources {
+			rb.URIs = append(rb.URIs, r.URI)
+			if _, taken := res[r.URI]; taken || strings.HasPrefix(r.URI, route.Reserved) {
+				continue
+			}
+			var mr mcp.Resource
+			if raw, err := json.Marshal(r); err == nil && json.Unmarshal(raw, &mr) == nil {
+				res[r.URI] = server.ServerResource{Resource: mr, Handler: p.read}
+				fpRes[r.URI] = string(raw)
+			}
+		}
+		for _, t := range o.templates {
+			rb.Templates = append(rb.Templates, t.URITemplate)
+			if _, taken := tpls[t.URITemplate]; taken || strings.HasPrefix(t.URITemplate, route.Reserved) {
+				continue
+			}
+			var mt mcp.ResourceTemplate
+			if raw, err := json.Marshal(t); err == nil && json.Unmarshal(raw, &mt) == nil && mt.URITemplate != nil {
+				tpls[t.URITemplate] = server.ServerResourceTemplate{Template: mt, Handler: server.ResourceTemplateHandlerFunc(p.read)}
+				fpTpl[t.URITemplate] = string(raw)
+			}
+		}
+		for _, pr := range o.prompts {
+			ex := exposedName(name, pr.Name, false)
+			if _, taken := exposed[ex]; taken || kilnPrompts[ex] {
+				p.s.log.Warn("backend prompt hidden: its exposed name is taken", "backend", name, "prompt", pr.Name, "exposed", ex)
+				continue
+			}
+			raw, err := json.Marshal(pr)
+			var mp mcp.Prompt
+			if err != nil || json.Unmarshal(raw, &mp) != nil {
+				continue
+			}
+			mp.Name = ex
+			exposed[ex] = promptRef{backend: name, name: pr.Name}
+			prompts[ex] = server.ServerPrompt{Prompt: mp, Handler: p.prompt}
+			fpPrompt[ex] = string(raw)
+		}
+		routes = append(routes, rb)
+	}
+	p.table.Store(route.New(routes))
+	p.exposed.Store(&exposed)
+	for _, w := range route.Problems(routes) {
+		if !p.warned(w) {
+			p.s.log.Warn("resource routing", "problem", w)
+		}
+	}
+	p.apply(res, fpRes, tpls, fpTpl, prompts, fpPrompt)
+}
+
+// warned reports whether w was logged before, so a refresh does not
+// repeat the same warning.
+func (p *passthru) warned(w string) bool {
+	if p.logs.warned == nil {
+		p.logs.warned = map[string]bool{}
+	}
+	if p.logs.warned[w] {
+		return true
+	}
+	p.logs.warned[w] = true
+	return false
+}
+
+// apply registers what changed since the last sync. Called with p.mu held.
+func (p *passthru) apply(res map[string]server.ServerResource, fpRes map[string]string,
+	tpls map[string]server.ServerResourceTemplate, fpTpl map[string]string,
+	prompts map[string]server.ServerPrompt, fpPrompt map[string]string) {
+	var addRes []server.ServerResource
+	var delRes []string
+	for uri, fp := range fpRes {
+		if p.resources[uri] != fp {
+			addRes = append(addRes, res[uri])
+		}
+	}
+	for uri := range p.resources {
+		if _, ok := fpRes[uri]; !ok {
+			delRes = append(delRes, uri)
+		}
+	}
+	var addTpl []server.ServerResourceTemplate
+	var delTpl []string
+	for t, fp := range fpTpl {
+		if p.templates[t] != fp {
+			addTpl = append(addTpl, tpls[t])
+		}
+	}
+	for t := range p.templates {
+		if _, ok := fpTpl[t]; !ok {
+			delTpl = append(delTpl, t)
+		}
+	}
+	var addPrompt []server.ServerPrompt
+	var delPrompt []string
+	for n, fp := range fpPrompt {
+		if p.prompts[n] != fp {
+			addPrompt = append(addPrompt, prompts[n])
+		}
+	}
+	for n := range p.prompts {
+		if _, ok := fpPrompt[n]; !ok {
+			delPrompt = append(delPrompt, n)
+		}
+	}
+	if len(delRes) > 0 {
+		p.s.mcp.DeleteResources(delRes...)
+	}
+	if len(addRes) > 0 {
+		p.s.mcp.AddResources(addRes...)
+	}
+	if len(delTpl) > 0 {
+		// The SDK has no call that removes a template; re-registering
+		// every remaining one after clearing is the only way.
+		var keep []server.ServerResourceTemplate
+		for _, t := range kilnTemplates(p.s) {
+			keep = append(keep, t)
+		}
+		for _, t := range tpls {
+			keep = append(keep, t)
+		}
+		p.s.mcp.SetResourceTemplates(keep...)
+	} else if len(addTpl) > 0 {
+		p.s.mcp.AddResourceTemplates(addTpl...)
+	}
+	if len(delPrompt) > 0 {
+		p.s.mcp.DeletePrompts(delPrompt...)
+	}
+	if len(addPrompt) > 0 {
+		p.s.mcp.AddPrompts(addPrompt...)
+	}
+	p.resources, p.templates, p.prompts = fpRes, fpTpl, fpPrompt
+}
+
+// owner returns the backend that serves uri.
+func (p *passthru) owner(uri string) (string, bool) { return p.table.Load().Owner(uri) }
+
+// completionOwner returns the backend a ref/resource completion goes to:
+// the one that listed the template, else the owner of the URI.
+func (p *passthru) completionOwner(uri string) (string, bool) {
+	if b, ok := p.table.Load().TemplateOwner(uri); ok {
+		return b, true
+	}
+	return p.owner(uri)
+}
+
+// promptOf returns the backend prompt behind an exposed name.
+func (p *passthru) promptOf(exposed string) (promptRef, bool) {
+	r, ok := (*p.exposed.Load())[exposed]
+	return r, ok
+}

@@ -1,0 +1,290 @@
+//go:build e2e
+
+package tests
+
+import (
+	"encoding/base64"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// waitBackend returns once server-everything answers through kiln, so the
+// live lists have replaced the compiled ones.
+func waitBackend(t *testing.T, s session) {
+	t.Helper()
+	if r := callReady(t, s, "call_tool_chain", chainJSON("everything.echo", map[string]any{"message": "up"})); r.IsError {
+		t.Fatalf("everything did not come up: %s", r.Text())
+	}
+}
+
+// TestPassthroughMCPGo reads server-everything's resources and renders its
+// prompts through kiln over stdio with the mcp-go client, beside kiln's
+// own resources and prompts.
+func TestPassthroughMCPGo(t *testing.T) {
+	s := newMCPGoStdio(t).(*mcpgoSession)
+	ctx := t.Context()
+
+	// Listed from the compiled manifests even before the backends connect.
+	res, err := s.c.ListResources(ctx, mcpgo.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	titles := map[string]string{}
+	for _, r := range res.Resources {
+		uris = append(uris, r.URI)
+		titles[r.URI] = r.Title
+	}
+	for _, want := range []string{"kiln://overview", "demo://resource/static/document/architecture.md", "memory://knowledge-graph"} {
+		if !slices.Contains(uris, want) {
+			t.Errorf("resources/list lacks %s: %v", want, uris)
+		}
+	}
+	if titles["memory://knowledge-graph"] != "Knowledge Graph" {
+		t.Errorf("memory://knowledge-graph title = %q, want the recorded one", titles["memory://knowledge-graph"])
+	}
+	tpls, err := s.c.ListResourceTemplates(ctx, mcpgo.ListResourceTemplatesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raws []string
+	for _, tp := range tpls.ResourceTemplates {
+		raws = append(raws, tp.URITemplate.Raw())
+	}
+	for _, want := range []string{"kiln://backend/{backend_name}", "demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/blob/{resourceId}"} {
+		if !slices.Contains(raws, want) {
+			t.Errorf("resources/templates/list lacks %s: %v", want, raws)
+		}
+	}
+
+	waitBackend(t, s)
+	read := func(uri string) []mcpgo.ResourceContents {
+		t.Helper()
+		r, err := s.c.ReadResource(ctx, mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: uri}})
+		if err != nil {
+			t.Fatalf("read %s: %v", uri, err)
+		}
+		if len(r.Contents) == 0 {
+			t.Fatalf("read %s: no contents", uri)
+		}
+		return r.Contents
+	}
+	if c, ok := read("demo://resource/static/document/architecture.md")[0].(mcpgo.TextResourceContents); !ok || !strings.Contains(c.Text, "#") || c.MIMEType != "text/markdown" {
+		t.Errorf("static text resource = %#v", c)
+	}
+	if c, ok := read("demo://resource/dynamic/text/3")[0].(mcpgo.TextResourceContents); !ok || !strings.Contains(c.Text, "Resource 3") {
+		t.Errorf("templated text resource = %#v", c)
+	}
+	blob, ok := read("demo://resource/dynamic/blob/7")[0].(mcpgo.BlobResourceContents)
+	if dec, err := base64.StdEncoding.DecodeString(blob.Blob); !ok || err != nil || !strings.Contains(string(dec), "Resource 7") {
+		t.Errorf("templated blob resource = %#v (%v)", blob, err)
+	}
+	if c, ok := read("kiln://overview")[0].(mcpgo.TextResourceContents); !ok || !strings.Contains(c.Text, "kiln") {
+		t.Errorf("kiln://overview = %#v", c)
+	}
+	if _, err := s.c.ReadResource(ctx, mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: "nowhere://x"}}); err == nil {
+		t.Error("reading an unknown URI succeeded")
+	}
+
+	pl, err := s.c.ListPrompts(ctx, mcpgo.ListPromptsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pl.Prompts {
+		names = append(names, p.Name)
+	}
+	for _, want := range []string{"discover", "find_tool", "backend_status", "everything__args-prompt", "everything__completable-prompt", "everything__simple-prompt"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("prompts/list lacks %s: %v", want, names)
+		}
+	}
+	gp, err := s.c.GetPrompt(ctx, mcpgo.GetPromptRequest{Params: mcpgo.GetPromptParams{Name: "everything__args-prompt", Arguments: map[string]string{"city": "Paris", "state": "Texas"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gp.Messages) == 0 || !strings.Contains(textOf(gp.Messages[0].Content), "Paris") {
+		t.Errorf("everything__args-prompt = %#v", gp.Messages)
+	}
+	own, err := s.c.GetPrompt(ctx, mcpgo.GetPromptRequest{Params: mcpgo.GetPromptParams{Name: "backend_status", Arguments: map[string]string{"backend_name": "everything"}}})
+	if err != nil || len(own.Messages) == 0 || !strings.Contains(textOf(own.Messages[0].Content), "everything") {
+		t.Errorf("kiln's backend_status prompt = %#v, %v", own, err)
+	}
+
+	comp, err := s.c.Complete(ctx, mcpgo.CompleteRequest{Params: mcpgo.CompleteParams{
+		Ref:      mcpgo.PromptReference{Type: "ref/prompt", Name: "everything__completable-prompt"},
+		Argument: mcpgo.CompleteArgument{Name: "name", Value: "A"},
+		Context:  mcpgo.CompleteContext{Arguments: map[string]string{"department": "Engineering"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(comp.Completion.Values, []string{"Alice"}) {
+		t.Errorf("completion of a backend prompt argument = %v, want [Alice]", comp.Completion.Values)
+	}
+	kc, err := s.c.Complete(ctx, mcpgo.CompleteRequest{Params: mcpgo.CompleteParams{
+		Ref:      mcpgo.ResourceReference{Type: "ref/resource", URI: "kiln://backend/{backend_name}"},
+		Argument: mcpgo.CompleteArgument{Name: "backend_name", Value: "ever"},
+	}})
+	if err != nil || !slices.Contains(kc.Completion.Values, "everything") {
+		t.Errorf("kiln's own completion = %v, %v", kc, err)
+	}
+}
+
+func textOf(c mcpgo.Content) string {
+	if tc, ok := c.(mcpgo.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+// TestPassthroughGoSDK does the same over streamable HTTP with the
+// official go-sdk client.
+func TestPassthroughGoSDK(t *testing.T) {
+	url := startHTTP(t)
+	waitBackend(t, newMCPGoHTTP(t, url))
+	c := sdk.NewClient(&sdk.Implementation{Name: "kiln-e2e-sdk", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: url + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	ctx := t.Context()
+	var uris []string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, r.URI)
+	}
+	if !slices.Contains(uris, "demo://resource/static/document/extension.md") || !slices.Contains(uris, "kiln://health") {
+		t.Errorf("go-sdk resources = %v", uris)
+	}
+	rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "demo://resource/dynamic/blob/2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rr.Contents) != 1 || !strings.Contains(string(rr.Contents[0].Blob), "Resource 2") {
+		t.Errorf("go-sdk blob read = %+v", rr.Contents)
+	}
+	gp, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "everything__completable-prompt", Arguments: map[string]string{"department": "Sales", "name": "Eve"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc, ok := gp.Messages[0].Content.(*sdk.TextContent); !ok || !strings.Contains(tc.Text, "Eve") {
+		t.Errorf("go-sdk prompt = %+v", gp.Messages[0].Content)
+	}
+	comp, err := cs.Complete(ctx, &sdk.CompleteParams{
+		Ref:      &sdk.CompleteReference{Type: "ref/prompt", Name: "everything__completable-prompt"},
+		Argument: sdk.CompleteParamsArgument{Name: "department", Value: "S"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(comp.Completion.Values, []string{"Sales", "Support"}) {
+		t.Errorf("go-sdk completion = %v", comp.Completion.Values)
+	}
+}
+
+// updates collects the URIs of notifications/resources/updated a client
+// receives.
+type updates struct {
+	mu   sync.Mutex
+	uris []string
+	got  chan string
+}
+
+func (u *updates) handle(n mcpgo.JSONRPCNotification) {
+	if n.Method != "notifications/resources/updated" {
+		return
+	}
+	uri, _ := n.Params.AdditionalFields["uri"].(string)
+	u.mu.Lock()
+	u.uris = append(u.uris, uri)
+	u.mu.Unlock()
+	u.got <- uri
+}
+
+// waitFor blocks until uri arrived n times in all.
+func (u *updates) waitFor(t *testing.T, uri string, n int) {
+	t.Helper()
+	seen := 0
+	for seen < n {
+		select {
+		case got := <-u.got:
+			if got == uri {
+				seen++
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no update of %s arrived (got %d of %d)", uri, seen, n)
+		}
+	}
+}
+
+// TestPassthroughSubscribe subscribes two HTTP sessions to different
+// server-everything resources: each receives updates of its own resource
+// and never the other's. server-everything repeats its updates every 5s,
+// so waiting for each session's second update also proves that an update
+// sent wrongly in the first round, which travels the same stream ahead of
+// it, did not happen.
+func TestPassthroughSubscribe(t *testing.T) {
+	url := startHTTP(t)
+	open := func() (*mcpclient.Client, *updates) {
+		// Updates arrive outside any request, on the standing GET stream.
+		tr, err := transport.NewStreamableHTTP(url+"/mcp", transport.WithContinuousListening())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// resources/subscribe is an RPC up to 2025-11-25; later sessions
+		// subscribe through subscriptions/listen.
+		c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion("2025-11-25"))
+		u := &updates{got: make(chan string, 64)}
+		c.OnNotification(u.handle)
+		startMCPGo(t, c)
+		return c, u
+	}
+	a, ua := open()
+	b, ub := open()
+	waitBackend(t, &mcpgoSession{a})
+	const uriA, uriB = "demo://resource/static/document/architecture.md", "demo://resource/dynamic/text/5"
+	for _, s := range []struct {
+		c   *mcpclient.Client
+		uri string
+	}{{a, uriA}, {b, uriB}} {
+		if err := subscribe(t, s.c, s.uri); err != nil {
+			t.Fatalf("subscribe %s: %v", s.uri, err)
+		}
+	}
+	if err := subscribe(t, a, "nowhere://x"); err == nil {
+		t.Error("subscribing to a URI no backend serves succeeded")
+	}
+	toggle := func() {
+		if r := callReady(t, &mcpgoSession{a}, "call_tool_chain", chainJSON("everything.toggle-subscriber-updates", map[string]any{})); r.IsError {
+			t.Fatalf("toggle-subscriber-updates: %s", r.Text())
+		}
+	}
+	toggle()
+	defer toggle()
+	ua.waitFor(t, uriA, 2)
+	ub.waitFor(t, uriB, 2)
+	ua.mu.Lock()
+	defer ua.mu.Unlock()
+	ub.mu.Lock()
+	defer ub.mu.Unlock()
+	if slices.Contains(ua.uris, uriB) || slices.Contains(ub.uris, uriA) {
+		t.Errorf("an update reached a session that did not subscribe: a got %v, b got %v", ua.uris, ub.uris)
+	}
+}
+
+func subscribe(t *testing.T, c *mcpclient.Client, uri string) error {
+	t.Helper()
+	return c.Subscribe(t.Context(), mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: uri}})
+}
