@@ -238,18 +238,8 @@ func (u *updates) waitFor(t *testing.T, uri string, n int) {
 func TestPassthroughSubscribe(t *testing.T) {
 	url := startHTTP(t)
 	open := func() (*mcpclient.Client, *updates) {
-		// Updates arrive outside any request, on the standing GET stream.
-		tr, err := transport.NewStreamableHTTP(url+"/mcp", transport.WithContinuousListening())
-		if err != nil {
-			t.Fatal(err)
-		}
-		// resources/subscribe is an RPC up to 2025-11-25; later sessions
-		// subscribe through subscriptions/listen.
-		c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion("2025-11-25"))
 		u := &updates{got: make(chan string, 64)}
-		c.OnNotification(u.handle)
-		startMCPGo(t, c)
-		return c, u
+		return legacyHTTP(t, url, u.handle), u
 	}
 	a, ua := open()
 	b, ub := open()
@@ -287,4 +277,120 @@ func TestPassthroughSubscribe(t *testing.T) {
 func subscribe(t *testing.T, c *mcpclient.Client, uri string) error {
 	t.Helper()
 	return c.Subscribe(t.Context(), mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: uri}})
+}
+
+// legacyHTTP connects an mcp-go client on protocol 2025-11-25, where
+// resources/subscribe and logging/setLevel are RPCs (later sessions use
+// subscriptions/listen and per-request levels), listening on the standing
+// GET stream, where notifications sent outside any request arrive.
+func legacyHTTP(t *testing.T, url string, onNote func(mcpgo.JSONRPCNotification)) *mcpclient.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url+"/mcp", transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(tr, mcpclient.WithProtocolVersion("2025-11-25"))
+	c.OnNotification(onNote)
+	startMCPGo(t, c)
+	return c
+}
+
+// TestPassthroughLogs sets a client's log level through kiln and receives
+// server-everything's simulated log messages, tagged with the backend,
+// both during the call that starts them and afterwards, outside any call.
+func TestPassthroughLogs(t *testing.T) {
+	url := startHTTP(t)
+	logs := make(chan mcpgo.JSONRPCNotification, 64)
+	c := legacyHTTP(t, url, func(n mcpgo.JSONRPCNotification) {
+		if n.Method == "notifications/message" {
+			logs <- n
+		}
+	})
+	s := &mcpgoSession{c}
+	waitBackend(t, s)
+	if err := c.SetLevel(t.Context(), mcpgo.SetLevelRequest{Params: mcpgo.SetLevelParams{Level: mcpgo.LoggingLevelDebug}}); err != nil {
+		t.Fatal(err)
+	}
+	toggle := func() {
+		if r := callReady(t, s, "call_tool_chain", chainJSON("everything.toggle-simulated-logging", map[string]any{})); r.IsError {
+			t.Fatalf("toggle-simulated-logging: %s", r.Text())
+		}
+	}
+	toggle()
+	defer toggle()
+	// The first message comes during the call, the next ones every 5s
+	// outside it; any level passes the debug threshold.
+	for seen := 0; seen < 2; {
+		select {
+		case n := <-logs:
+			data, _ := n.Params.AdditionalFields["data"].(string)
+			if !strings.Contains(data, "-level message") && !strings.Contains(data, "level-message") {
+				continue // e.g. the backend acknowledging a request
+			}
+			if logger, _ := n.Params.AdditionalFields["logger"].(string); logger != "backend/everything" {
+				t.Errorf("log message %q has logger %q, want backend/everything", data, logger)
+			}
+			seen++
+		case <-time.After(30 * time.Second):
+			t.Fatalf("got %d of 2 simulated log messages", seen)
+		}
+	}
+}
+
+// TestPassthroughListChanged makes server-everything add a session
+// resource: its resources/list_changed reaches the client through kiln,
+// and kiln's list and reads include the new resource.
+func TestPassthroughListChanged(t *testing.T) {
+	url := startHTTP(t)
+	changed := make(chan struct{}, 64)
+	c := legacyHTTP(t, url, func(n mcpgo.JSONRPCNotification) {
+		if n.Method == "notifications/resources/list_changed" {
+			changed <- struct{}{}
+		}
+	})
+	s := &mcpgoSession{c}
+	waitBackend(t, s)
+	const uri = "demo://resource/session/kiln-e2e.txt.gz"
+	r := callReady(t, s, "call_tool_chain", chainJSON("everything.gzip-file-as-resource", map[string]any{
+		"name": "kiln-e2e.txt.gz", "data": "data:text/plain;base64,aGVsbG8gZnJvbSBraWxu", "outputType": "resourceLink",
+	}))
+	if r.IsError {
+		t.Fatalf("gzip-file-as-resource: %s", r.Text())
+	}
+	listed := func() bool {
+		res, err := c.ListResources(t.Context(), mcpgo.ListResourcesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Resources {
+			if r.URI == uri {
+				return true
+			}
+		}
+		return false
+	}
+	announced := false
+	for !listed() {
+		select {
+		case <-changed:
+			announced = true
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s never appeared in resources/list", uri)
+		}
+	}
+	if !announced {
+		// kiln registered the new resource, which announces the change.
+		select {
+		case <-changed:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no notifications/resources/list_changed reached the client")
+		}
+	}
+	rr, err := c.ReadResource(t.Context(), mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: uri}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := rr.Contents[0].(mcpgo.BlobResourceContents); !ok || b.Blob == "" {
+		t.Errorf("session resource contents = %#v", rr.Contents)
+	}
 }

@@ -310,6 +310,10 @@ func (p *passthru) apply(res map[string]server.ServerResource, fpRes map[string]
 	if len(addPrompt) > 0 {
 		p.s.mcp.AddPrompts(addPrompt...)
 	}
+	if n := len(addRes) + len(delRes) + len(addTpl) + len(delTpl) + len(addPrompt) + len(delPrompt); n > 0 {
+		p.s.log.Debug("backend resources and prompts changed", "resources", len(addRes)+len(delRes),
+			"templates", len(addTpl)+len(delTpl), "prompts", len(addPrompt)+len(delPrompt))
+	}
 	p.resources, p.templates, p.prompts = fpRes, fpTpl, fpPrompt
 }
 
