@@ -1,0 +1,239 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/scrub"
+)
+
+// fakeBackends stands in for the dispatcher: these tests are about
+// merging, routing and the bytes kiln sends on; tests/passthrough_test.go
+// drives the same code against real backends, which cannot send the
+// unknown keys and secrets checked here on demand.
+type fakeBackends struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (f *fakeBackends) log(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, s)
+}
+
+func (f *fakeBackends) ListResources(context.Context, string) ([]manifest.Resource, error) {
+	return nil, nil
+}
+func (f *fakeBackends) ListResourceTemplates(context.Context, string) ([]manifest.ResourceTemplate, error) {
+	return nil, nil
+}
+func (f *fakeBackends) ListPrompts(context.Context, string) ([]manifest.Prompt, error) {
+	return nil, nil
+}
+
+func (f *fakeBackends) ReadResource(_ context.Context, b, uri string) (json.RawMessage, error) {
+	f.log("read " + b + " " + uri)
+	return json.RawMessage(`{"contents":[{"uri":"` + uri + `","text":"token ` + secret + `","x-extra":{"from":"` + b + `"}},` +
+		`{"uri":"` + uri + `","blob":"` + secret + `","mimeType":"application/octet-stream"}]}`), nil
+}
+
+func (f *fakeBackends) GetPrompt(_ context.Context, b, prompt string, args map[string]string) (json.RawMessage, error) {
+	f.log("prompt " + b + " " + prompt + " " + args["who"])
+	return json.RawMessage(`{"description":"hi","messages":[{"role":"user","content":{"type":"text","text":"hello ` + args["who"] + `","annotations":{"priority":1},"x-extra":true}}]}`), nil
+}
+
+func (f *fakeBackends) Complete(_ context.Context, b string, ref backend.CompleteRef, arg, value string, _ map[string]string) (json.RawMessage, error) {
+	f.log("complete " + b + " " + ref.Prompt + ref.URI + " " + arg + "=" + value)
+	return json.RawMessage(`{"completion":{"values":["` + value + `1","` + value + `2"],"total":2}}`), nil
+}
+
+func (f *fakeBackends) Subscribe(_ context.Context, b, uri string) error {
+	f.log("subscribe " + b + " " + uri)
+	return nil
+}
+
+func (f *fakeBackends) Unsubscribe(_ context.Context, b, uri string) error {
+	f.log("unsubscribe " + b + " " + uri)
+	return nil
+}
+
+func (f *fakeBackends) SetLevel(_ context.Context, b, level string) error {
+	f.log("level " + b + " " + level)
+	return nil
+}
+
+const secret = "ghp_a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2"
+
+func newPassthroughServer(t *testing.T) (*Server, *fakeBackends) {
+	t.Helper()
+	reg := registry.New()
+	for _, m := range []*manifest.Manifest{
+		{Version: 1, Backend: "beta",
+			Resources:         []manifest.Resource{{URI: "shared://x", Name: "x"}, {URI: "beta://only", Name: "only", Annotations: json.RawMessage(`{"priority":0.3}`)}, {URI: "kiln://overview", Name: "fake"}},
+			ResourceTemplates: []manifest.ResourceTemplate{{URITemplate: "notes://{id}", Name: "note"}},
+			Prompts:           []manifest.Prompt{{Name: "greet", Arguments: []manifest.PromptArgument{{Name: "who"}}}}},
+		{Version: 1, Backend: "alpha",
+			Resources: []manifest.Resource{{URI: "shared://x", Name: "x"}},
+			Prompts:   []manifest.Prompt{{Name: "greet"}}},
+	} {
+		if err := reg.Add(m, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &fakeBackends{}
+	s := New(Options{Version: "test", Config: &config.Config{Gateway: config.DefaultGateway()}, Registry: reg,
+		Scrubber: scrub.New(scrub.Options{}), Passthrough: f})
+	return s, f
+}
+
+// rpc sends one JSON-RPC request straight to the SDK server and returns the
+// bytes a client would receive.
+func rpc(t *testing.T, s *Server, method, params string) string {
+	t.Helper()
+	out := s.mcp.HandleMessage(t.Context(), json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
+	raw, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+func TestPassthroughListsMergeAndRoute(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	list := rpc(t, s, "resources/list", `{}`)
+	for _, want := range []string{`"uri":"beta://only"`, `"uri":"shared://x"`, `"uri":"kiln://overview"`, `"priority":0.3`} {
+		if !strings.Contains(list, want) {
+			t.Errorf("resources/list lacks %s: %s", want, list)
+		}
+	}
+	if strings.Count(list, `"uri":"shared://x"`) != 1 || strings.Contains(list, `"name":"fake"`) {
+		t.Errorf("a contested URI must be listed once and kiln:// stays kiln's: %s", list)
+	}
+	if tpl := rpc(t, s, "resources/templates/list", `{}`); !strings.Contains(tpl, `"notes://{id}"`) || !strings.Contains(tpl, `"kiln://tool/{tool_name}"`) {
+		t.Errorf("resources/templates/list = %s", tpl)
+	}
+	prompts := rpc(t, s, "prompts/list", `{}`)
+	for _, want := range []string{`"alpha__greet"`, `"beta__greet"`, `"discover"`, `"find_tool"`, `"backend_status"`} {
+		if !strings.Contains(prompts, want) {
+			t.Errorf("prompts/list lacks %s: %s", want, prompts)
+		}
+	}
+
+	read := rpc(t, s, "resources/read", `{"uri":"shared://x"}`)
+	if !strings.Contains(read, `"x-extra":{"from":"alpha"}`) {
+		t.Errorf("a URI two backends list must go to the first declared, with unknown keys kept: %s", read)
+	}
+	if !strings.Contains(read, `"blob":"`+secret+`"`) || strings.Count(read, secret) != 1 {
+		t.Errorf("text must be scrubbed and blobs left whole: %s", read)
+	}
+	rpc(t, s, "resources/read", `{"uri":"notes://42"}`)
+	if miss := rpc(t, s, "resources/read", `{"uri":"nowhere://x"}`); !strings.Contains(miss, "resource not found") {
+		t.Errorf("an unknown URI = %s", miss)
+	}
+
+	got := rpc(t, s, "prompts/get", `{"name":"beta__greet","arguments":{"who":"Ann"}}`)
+	if !strings.Contains(got, `"text":"hello Ann"`) || !strings.Contains(got, `"x-extra":true`) || !strings.Contains(got, `"annotations":{"priority":1}`) {
+		t.Errorf("prompts/get = %s", got)
+	}
+	comp := rpc(t, s, "completion/complete", `{"ref":{"type":"ref/prompt","name":"beta__greet"},"argument":{"name":"who","value":"A"}}`)
+	if !strings.Contains(comp, `"values":["A1","A2"]`) {
+		t.Errorf("completion/complete of a backend prompt = %s", comp)
+	}
+	rpc(t, s, "completion/complete", `{"ref":{"type":"ref/resource","uri":"notes://{id}"},"argument":{"name":"id","value":"4"}}`)
+	if own := rpc(t, s, "completion/complete", `{"ref":{"type":"ref/resource","uri":"kiln://backend/{backend_name}"},"argument":{"name":"backend_name","value":"b"}}`); !strings.Contains(own, `"values":[`) {
+		t.Errorf("kiln's own completion = %s", own)
+	}
+	want := []string{
+		"read alpha shared://x",
+		"read beta notes://42",
+		"prompt beta greet Ann",
+		"complete beta greet who=A",
+		"complete beta notes://{id} id=4",
+	}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("backend calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestSubscriptionsFanOut(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	p := s.pass
+	ctx := t.Context()
+	for _, sub := range []struct{ session, uri string }{
+		{"s1", "beta://only"}, {"s2", "beta://only"}, {"s2", "notes://7"}, {"s1", "kiln://stats"},
+	} {
+		if err := p.subscribe(ctx, sub.session, sub.uri); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.subscribe(ctx, "s1", "nowhere://x"); err == nil {
+		t.Error("subscribing to a URI no backend serves succeeded")
+	}
+	if got := p.subs.sessions("beta", "beta://only"); !slices.Equal(got, []string{"s1", "s2"}) {
+		t.Errorf("sessions of beta://only = %v", got)
+	}
+	if got := p.subs.sessions("alpha", "beta://only"); got != nil {
+		t.Errorf("another backend's update of beta://only would reach %v", got)
+	}
+	if got := p.subs.sessions("beta", "notes://7"); !slices.Equal(got, []string{"s2"}) {
+		t.Errorf("sessions of notes://7 = %v", got)
+	}
+	p.unsubscribe(ctx, "s1", "beta://only") // s2 still listens
+	p.unsubscribe(ctx, "s2", "beta://only") // the last one leaves
+	p.unsubscribe(ctx, "s2", "notes://7")
+	want := []string{
+		"subscribe beta beta://only", // once for both sessions
+		"subscribe beta notes://7",
+		"unsubscribe beta beta://only",
+		"unsubscribe beta notes://7",
+	}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("backend calls (-want +got):\n%s", diff)
+	}
+	if len(p.subs.byURI)+len(p.subs.bySession)+len(p.subs.owner) != 0 {
+		t.Errorf("subscriptions left behind: %v %v %v", p.subs.byURI, p.subs.bySession, p.subs.owner)
+	}
+}
+
+func TestExposedName(t *testing.T) {
+	valid := func(name string) bool {
+		return len(name) > 0 && len(name) <= 64 && !strings.ContainsFunc(name, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+		})
+	}
+	for _, c := range []struct {
+		backend, name string
+		bare          bool
+		want          string
+	}{
+		{"everything", "args-prompt", false, "everything__args-prompt"},
+		{"everything", "args-prompt", true, "args-prompt"},
+	} {
+		if got := exposedName(c.backend, c.name, c.bare); got != c.want {
+			t.Errorf("exposedName(%q, %q, %v) = %q, want %q", c.backend, c.name, c.bare, got, c.want)
+		}
+	}
+	// Mapped characters and long names get a stable hash suffix, so two
+	// names that map alike stay apart.
+	long := strings.Repeat("x", 70)
+	for _, pair := range [][2]string{{"a.b", "a b"}, {long, long + "y"}} {
+		x, y := exposedName("srv", pair[0], false), exposedName("srv", pair[1], false)
+		if !valid(x) || !valid(y) || x == y || x != exposedName("srv", pair[0], false) {
+			t.Errorf("exposedName of %q and %q = %q and %q: want two stable, distinct, valid names", pair[0], pair[1], x, y)
+		}
+	}
+	if got := exposedName("my.srv", "a b", false); !strings.HasPrefix(got, "my_srv__a_b_") {
+		t.Errorf("exposedName(my.srv, a b) = %q", got)
+	}
+}
