@@ -63,6 +63,10 @@ type passthru struct {
 
 	subs subscriptions
 	logs logState
+
+	// refreshing serializes refreshes per backend, so a slow, older list
+	// never replaces a newer one.
+	refreshing sync.Map // backend name -> *sync.Mutex
 }
 
 func (s *Server) addPassthrough() {
@@ -120,6 +124,9 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 		return nil
 	}
 	want := func(k string) bool { return len(kinds) == 0 || slices.Contains(kinds, k) }
+	mu, _ := p.refreshing.LoadOrStore(name, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	p.mu.Lock()
 	o := p.offers[name]
 	p.mu.Unlock()
