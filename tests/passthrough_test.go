@@ -394,3 +394,54 @@ func TestPassthroughListChanged(t *testing.T) {
 		t.Errorf("session resource contents = %#v", rr.Contents)
 	}
 }
+
+// TestPassthroughListenStream subscribes a 2026-07-28 session through a
+// subscriptions/listen stream and a 2025-11-25 session through
+// resources/subscribe: each gets the updates of its own resource only.
+func TestPassthroughListenStream(t *testing.T) {
+	url := startHTTP(t)
+	const uriA, uriB = "demo://resource/static/document/features.md", "demo://resource/dynamic/text/9"
+	ua := &updates{got: make(chan string, 64)}
+	a, err := mcpclient.NewStreamableHttpClient(url + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.OnNotification(ua.handle)
+	sa := startMCPGo(t, a)
+	waitBackend(t, sa)
+	if v := a.ProtocolVersion(); v < "2026-07-28" {
+		t.Fatalf("the mcp-go client negotiated %s; this test needs 2026-07-28", v)
+	}
+	ub := &updates{got: make(chan string, 64)}
+	b := legacyHTTP(t, url, ub.handle)
+	if err := subscribe(t, b, uriB); err != nil {
+		t.Fatal(err)
+	}
+	listenErr := make(chan error, 1)
+	stop, err := a.ListenAsync(t.Context(), mcpgo.SubscriptionFilter{ResourceSubscriptions: []string{uriA}}, func(err error) { listenErr <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	toggle := func() {
+		if r := callReady(t, sa, "call_tool_chain", chainJSON("everything.toggle-subscriber-updates", map[string]any{})); r.IsError {
+			t.Fatalf("toggle-subscriber-updates: %s", r.Text())
+		}
+	}
+	toggle()
+	defer toggle()
+	select {
+	case err := <-listenErr:
+		t.Fatalf("subscriptions/listen: %v", err)
+	default:
+	}
+	ua.waitFor(t, uriA, 2)
+	ub.waitFor(t, uriB, 2)
+	ua.mu.Lock()
+	defer ua.mu.Unlock()
+	ub.mu.Lock()
+	defer ub.mu.Unlock()
+	if slices.Contains(ua.uris, uriB) || slices.Contains(ub.uris, uriA) {
+		t.Errorf("an update reached a session that did not subscribe: a got %v, b got %v", ua.uris, ub.uris)
+	}
+}

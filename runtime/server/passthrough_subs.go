@@ -22,12 +22,16 @@ type subscriptions struct {
 	bySession map[string]map[string]bool // session -> URIs
 	byURI     map[string]map[string]bool // URI -> sessions
 	owner     map[string]string          // URI -> backend subscribed at
+	// streams deliver to subscriptions/listen streams, by their key in
+	// bySession.
+	streams map[string]func(mcp.JSONRPCNotification)
 }
 
 func (t *subscriptions) init() {
 	t.bySession = map[string]map[string]bool{}
 	t.byURI = map[string]map[string]bool{}
 	t.owner = map[string]string{}
+	t.streams = map[string]func(mcp.JSONRPCNotification){}
 }
 
 // add records that session subscribed to uri at backend and reports
@@ -154,15 +158,19 @@ func (p *passthru) hook(h *server.Hooks) {
 			return nil
 		}
 		var req struct {
-			Method string `json:"method"`
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 			Params struct {
-				URI string `json:"uri"`
+				URI           string                 `json:"uri"`
+				Notifications mcp.SubscriptionFilter `json:"notifications"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(raw, &req) != nil {
 			return nil
 		}
 		switch req.Method {
+		case string(mcp.MethodSubscriptionsListen):
+			return p.listen(ctx, req.ID, req.Params.Notifications.ResourceSubscriptions)
 		case string(mcp.MethodResourcesSubscribe):
 			return p.subscribe(ctx, sessionID(ctx), req.Params.URI)
 		case string(mcp.MethodResourcesUnsubscribe):
@@ -231,6 +239,50 @@ func (p *passthru) subscribe(ctx context.Context, session, uri string) error {
 	return nil
 }
 
+// listen forwards the resource subscriptions of a subscriptions/listen
+// stream (protocol 2026-07-28, where they replace resources/subscribe).
+// The stream's session is one the SDK made for this request and never
+// registered, so updates go straight onto its channel, tagged with the
+// stream's subscription ID; the subscriptions end with the request.
+func (p *passthru) listen(ctx context.Context, id json.RawMessage, uris []string) error {
+	cs := server.ClientSessionFromContext(ctx)
+	if len(uris) == 0 || cs == nil {
+		return nil
+	}
+	var subID any
+	_ = json.Unmarshal(id, &subID)
+	key := fmt.Sprintf("listen:%p", cs)
+	var done []string
+	for _, uri := range uris {
+		if err := p.subscribe(ctx, key, uri); err != nil {
+			for _, u := range done {
+				p.unsubscribe(context.WithoutCancel(ctx), key, u)
+			}
+			return err
+		}
+		done = append(done, uri)
+	}
+	p.subs.mu.Lock()
+	p.subs.streams[key] = func(n mcp.JSONRPCNotification) {
+		n.Params.Meta = map[string]any{mcp.MetaKeySubscriptionID: subID}
+		select {
+		case cs.NotificationChannel() <- n:
+		default:
+			p.s.log.Debug("a subscription stream is full; dropped a resource update", "uri", n.Params.AdditionalFields["uri"])
+		}
+	}
+	p.subs.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		p.subs.mu.Lock()
+		delete(p.subs.streams, key)
+		p.subs.mu.Unlock()
+		for _, u := range done {
+			p.unsubscribe(context.WithoutCancel(ctx), key, u)
+		}
+	})
+	return nil
+}
+
 // unsubscribe drops a session's subscription and the backend's when no
 // session is left on the URI.
 func (p *passthru) unsubscribe(ctx context.Context, session, uri string) {
@@ -265,6 +317,14 @@ func (s *Server) ResourceUpdated(backend string, params json.RawMessage) {
 	}
 	uri, _ := n["uri"].(string)
 	for _, sid := range p.subs.sessions(backend, uri) {
+		p.subs.mu.Lock()
+		stream := p.subs.streams[sid]
+		p.subs.mu.Unlock()
+		if stream != nil {
+			stream(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+				Method: string(mcp.MethodNotificationResourceUpdated), Params: mcp.NotificationParams{AdditionalFields: n}}})
+			continue
+		}
 		if err := s.mcp.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationResourceUpdated), n); err != nil {
 			s.log.Debug("could not forward a resource update", "session", sid, "uri", uri, "err", err)
 		}
