@@ -4,6 +4,10 @@ package tests
 
 import (
 	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -444,4 +448,82 @@ func TestPassthroughListenStream(t *testing.T) {
 	if slices.Contains(ua.uris, uriB) || slices.Contains(ub.uris, uriA) {
 		t.Errorf("an update reached a session that did not subscribe: a got %v, b got %v", ua.uris, ub.uris)
 	}
+}
+
+var (
+	gosdkOnce sync.Once
+	gosdkBin  string
+	gosdkErr  error
+)
+
+// gosdkServer builds the go-sdk's conformance server, a 2026-07-28 server
+// whose test://watched-resource changes every 3 seconds.
+func gosdkServer(t *testing.T) string {
+	t.Helper()
+	gosdkOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kiln-e2e-gosdk")
+		if err != nil {
+			gosdkErr = err
+			return
+		}
+		gosdkBin = filepath.Join(dir, "everything-server")
+		cmd := exec.Command("go", "build", "-o", gosdkBin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+		cmd.Dir = repoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			gosdkErr = fmt.Errorf("go build everything-server: %v\n%s", err, out)
+		}
+	})
+	if gosdkErr != nil {
+		t.Fatal(gosdkErr)
+	}
+	return gosdkBin
+}
+
+// TestPassthroughModernBackend subscribes a client to a resource of a
+// backend kiln talks to on 2026-07-28, where the subscription travels in
+// kiln's subscriptions/listen stream to the backend, and the backend's
+// updates come back to the client.
+func TestPassthroughModernBackend(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte("version: 1\ngateway:\n  state_dir: "+dir+"\nbackends:\n  conf:\n    transport: stdio\n    command: "+gosdkServer(t)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := startHTTP(t, "--config", cfg)
+	const uri = "test://watched-resource"
+	u := &updates{got: make(chan string, 64)}
+	changed := make(chan struct{}, 64)
+	c := legacyHTTP(t, url, func(n mcpgo.JSONRPCNotification) {
+		if n.Method == "notifications/resources/list_changed" {
+			changed <- struct{}{}
+		}
+		u.handle(n)
+	})
+	// conf is not compiled into kiln: its resources are listed once it
+	// connects, which kiln announces.
+	for {
+		res, err := c.ListResources(t.Context(), mcpgo.ListResourcesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(res.Resources, func(r mcpgo.Resource) bool { return r.URI == uri }) {
+			break
+		}
+		select {
+		case <-changed:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s never appeared in resources/list", uri)
+		}
+	}
+	rr, err := c.ReadResource(t.Context(), mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: "kiln://backend/conf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := rr.Contents[0].(mcpgo.TextResourceContents).Text; !strings.Contains(text, `"protocol_version": "2026-07-28"`) {
+		t.Fatalf("kiln does not talk 2026-07-28 to the backend, so this test proves nothing:\n%s", text)
+	}
+	if err := subscribe(t, c, uri); err != nil {
+		t.Fatal(err)
+	}
+	u.waitFor(t, uri, 1)
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -162,15 +164,16 @@ func (c *Conn) Unsubscribe(ctx context.Context, uri string) error {
 var subscriptionIDs atomic.Int64
 
 // subscription sends resources/(un)subscribe straight through the
-// transport: the SDK client has no method for it. On 2026-07-28 the RPC is
-// gone (subscriptions travel in subscriptions/listen), which kiln does not
-// forward yet.
+// transport (the SDK client's method is deprecated and bound to its own
+// listen filter). On 2026-07-28 the RPC is gone: the URI joins or leaves
+// the filter of kiln's subscriptions/listen stream, which reopens.
 func (c *Conn) subscription(ctx context.Context, method, uri string) error {
 	if c.caps.Resources == nil || !c.caps.Resources.Subscribe {
 		return fmt.Errorf("backend %q: %s %q: %w (it does not offer resource subscriptions)", c.name, method, uri, ErrUnsupported)
 	}
 	if c.protocol >= statelessProtocol {
-		return fmt.Errorf("backend %q: %s %q: %w (protocol %s subscribes through subscriptions/listen)", c.name, method, uri, ErrUnsupported, c.protocol)
+		c.watched.mark(uri, method == string(mcp.MethodResourcesSubscribe))
+		return nil
 	}
 	id := mcp.NewRequestId("kiln-sub-" + strconv.FormatInt(subscriptionIDs.Add(1), 10))
 	resp, err := c.client.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
@@ -221,4 +224,54 @@ func lastPage(capture *rawCapture, decoded any) (json.RawMessage, error) {
 		return capture.pages[n-1], nil
 	}
 	return json.Marshal(decoded)
+}
+
+// watchSet is the resources a 2026-07-28 session is subscribed to.
+type watchSet struct {
+	mu      sync.Mutex
+	on      map[string]bool
+	changed chan struct{} // made by listen; nil before
+	restart atomic.Bool
+}
+
+func (w *watchSet) mark(uri string, on bool) {
+	w.mu.Lock()
+	if w.on == nil {
+		w.on = map[string]bool{}
+	}
+	was := w.on[uri]
+	if on {
+		w.on[uri] = true
+	} else {
+		delete(w.on, uri)
+	}
+	ch := w.changed
+	w.mu.Unlock()
+	if was != on && ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default: // a reopen is already due and will read the new set
+		}
+	}
+}
+
+// signal returns the channel a change is announced on, making it once.
+func (w *watchSet) signal() chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.changed == nil {
+		w.changed = make(chan struct{}, 1)
+	}
+	return w.changed
+}
+
+func (w *watchSet) uris() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.on))
+	for u := range w.on {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out
 }
