@@ -35,6 +35,11 @@ func waitBackend(t *testing.T, s session) {
 func TestPassthroughMCPGo(t *testing.T) {
 	s := newMCPGoStdio(t).(*mcpgoSession)
 	ctx := t.Context()
+	caps := s.c.GetServerCapabilities()
+	if caps.Resources == nil || !caps.Resources.Subscribe || !caps.Resources.ListChanged ||
+		caps.Prompts == nil || !caps.Prompts.ListChanged || caps.Completions == nil || caps.Logging == nil {
+		t.Errorf("capabilities = %+v; want resources (subscribe, listChanged), prompts (listChanged), completions, logging", caps)
+	}
 
 	// Listed from the compiled manifests even before the backends connect.
 	res, err := s.c.ListResources(ctx, mcpgo.ListResourcesRequest{})
@@ -90,6 +95,9 @@ func TestPassthroughMCPGo(t *testing.T) {
 	blob, ok := read("demo://resource/dynamic/blob/7")[0].(mcpgo.BlobResourceContents)
 	if dec, err := base64.StdEncoding.DecodeString(blob.Blob); !ok || err != nil || !strings.Contains(string(dec), "Resource 7") {
 		t.Errorf("templated blob resource = %#v (%v)", blob, err)
+	}
+	if c, ok := read("memory://knowledge-graph")[0].(mcpgo.TextResourceContents); !ok || !strings.Contains(c.Text, "entities") {
+		t.Errorf("server-memory's knowledge graph = %#v", c)
 	}
 	if c, ok := read("kiln://overview")[0].(mcpgo.TextResourceContents); !ok || !strings.Contains(c.Text, "kiln") {
 		t.Errorf("kiln://overview = %#v", c)
