@@ -171,6 +171,9 @@ func (s *Server) Forget(name string) {
 // declared (name) order, the first to claim a URI, template or exposed
 // prompt name keeps it, kiln's own kiln:// resources and prompts always
 // win. Only changes are registered, so clients hear of real changes only.
+// The SDK serves each list in one page: its cursor is the last item's name,
+// which backends do not keep unique, so kiln sets no page limit (clients
+// that follow nextCursor simply get none).
 func (p *passthru) sync() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -237,3 +237,30 @@ func TestExposedName(t *testing.T) {
 		t.Errorf("exposedName(my.srv, a b) = %q", got)
 	}
 }
+
+// TestRefreshReplacesCompiledLists: once a backend connects, its live
+// lists replace the compiled ones, including removals; kiln's own
+// templates survive a backend template going away.
+func TestRefreshReplacesCompiledLists(t *testing.T) {
+	s, _ := newPassthroughServer(t)
+	if err := s.Refresh(t.Context(), "beta"); err != nil { // the fake lists nothing live
+		t.Fatal(err)
+	}
+	list := rpc(t, s, "resources/list", `{}`)
+	if strings.Contains(list, "beta://only") || !strings.Contains(list, "shared://x") {
+		t.Errorf("resources/list after beta went empty = %s", list)
+	}
+	tpl := rpc(t, s, "resources/templates/list", `{}`)
+	if strings.Contains(tpl, "notes://") || !strings.Contains(tpl, "kiln://backend/{backend_name}") {
+		t.Errorf("resources/templates/list after beta went empty = %s", tpl)
+	}
+	if prompts := rpc(t, s, "prompts/list", `{}`); strings.Contains(prompts, "beta__greet") || !strings.Contains(prompts, "alpha__greet") {
+		t.Errorf("prompts/list after beta went empty = %s", prompts)
+	}
+	if miss := rpc(t, s, "resources/read", `{"uri":"notes://1"}`); !strings.Contains(miss, "resource not found") {
+		t.Errorf("a removed template still routes: %s", miss)
+	}
+	if own := rpc(t, s, "resources/read", `{"uri":"kiln://backend/alpha"}`); !strings.Contains(own, "alpha") || strings.Contains(own, `"error"`) {
+		t.Errorf("kiln's own template after the re-registration = %s", own)
+	}
+}
