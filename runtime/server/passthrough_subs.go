@@ -25,6 +25,17 @@ type subscriptions struct {
 	// streams deliver to subscriptions/listen streams, by their key in
 	// bySession.
 	streams map[string]func(mcp.JSONRPCNotification)
+	// perURI serializes subscribing and unsubscribing one URI, so a second
+	// subscriber never counts on an upstream subscription still in flight
+	// that may fail.
+	perURI sync.Map // URI -> *sync.Mutex
+}
+
+// lock holds uri's subscription changes until the returned func runs.
+func (t *subscriptions) lock(uri string) func() {
+	mu, _ := t.perURI.LoadOrStore(uri, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
 }
 
 func (t *subscriptions) init() {
@@ -229,6 +240,7 @@ func (p *passthru) subscribe(ctx context.Context, session, uri string) error {
 	if p.s.opts.Passthrough == nil {
 		return fmt.Errorf("cannot subscribe to %q: this kiln forwards no subscriptions", uri)
 	}
+	defer p.subs.lock(uri)()
 	if !p.subs.add(session, uri, owner) {
 		return nil
 	}
@@ -286,6 +298,7 @@ func (p *passthru) listen(ctx context.Context, id json.RawMessage, uris []string
 // unsubscribe drops a session's subscription and the backend's when no
 // session is left on the URI.
 func (p *passthru) unsubscribe(ctx context.Context, session, uri string) {
+	defer p.subs.lock(uri)()
 	owner := p.subs.remove(session, uri)
 	if owner == "" || p.s.opts.Passthrough == nil {
 		return
