@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -243,8 +245,13 @@ func TestExposedName(t *testing.T) {
 // templates survive a backend template going away.
 func TestRefreshReplacesCompiledLists(t *testing.T) {
 	s, _ := newPassthroughServer(t)
+	var logs bytes.Buffer
+	s.log = slog.New(slog.NewTextHandler(&logs, nil))
 	if err := s.Refresh(t.Context(), "beta"); err != nil { // the fake lists nothing live
 		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "differ from the compiled manifest") || !strings.Contains(logs.String(), "backend=beta") {
+		t.Errorf("no drift warning for beta in the log:\n%s", logs.String())
 	}
 	list := rpc(t, s, "resources/list", `{}`)
 	if strings.Contains(list, "beta://only") || !strings.Contains(list, "shared://x") {
