@@ -81,6 +81,13 @@ func (s *Server) addPassthrough() {
 	p.logs.init()
 	for _, b := range s.opts.Registry.Backends() {
 		m := b.Manifest
+		// A compiled backend the running config does not name cannot
+		// serve a read, so its lists are not shown.
+		if s.opts.Config != nil && b.Compiled {
+			if _, declared := s.opts.Config.Backend(m.Backend); !declared {
+				continue
+			}
+		}
 		p.offers[m.Backend] = offer{m.Resources, m.ResourceTemplates, m.Prompts}
 	}
 	s.pass = p

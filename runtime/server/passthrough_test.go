@@ -88,13 +88,18 @@ func newPassthroughServer(t *testing.T) (*Server, *fakeBackends) {
 		{Version: 1, Backend: "alpha",
 			Resources: []manifest.Resource{{URI: "shared://x", Name: "x"}},
 			Prompts:   []manifest.Prompt{{Name: "greet"}}},
+		// Compiled in but not in the config: shown nowhere.
+		{Version: 1, Backend: "gamma",
+			Resources: []manifest.Resource{{URI: "gamma://x", Name: "gx"}},
+			Prompts:   []manifest.Prompt{{Name: "hidden"}}},
 	} {
 		if err := reg.Add(m, true); err != nil {
 			t.Fatal(err)
 		}
 	}
 	f := &fakeBackends{}
-	s := New(Options{Version: "test", Config: &config.Config{Gateway: config.DefaultGateway()}, Registry: reg,
+	cfg := &config.Config{Gateway: config.DefaultGateway(), Backends: []config.Backend{{Name: "alpha"}, {Name: "beta"}}}
+	s := New(Options{Version: "test", Config: cfg, Registry: reg,
 		Scrubber: scrub.New(scrub.Options{}), Passthrough: f})
 	return s, f
 }
@@ -118,6 +123,9 @@ func TestPassthroughListsMergeAndRoute(t *testing.T) {
 		if !strings.Contains(list, want) {
 			t.Errorf("resources/list lacks %s: %s", want, list)
 		}
+	}
+	if strings.Contains(list, "gamma://x") || strings.Contains(rpc(t, s, "prompts/list", `{}`), "gamma__hidden") {
+		t.Errorf("a compiled backend the config does not name is listed: %s", list)
 	}
 	if strings.Count(list, `"uri":"shared://x"`) != 1 || strings.Contains(list, `"name":"fake"`) {
 		t.Errorf("a contested URI must be listed once and kiln:// stays kiln's: %s", list)
