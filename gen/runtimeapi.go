@@ -75,3 +75,7 @@ func RawMessage() *jen.Statement { return jen.Qual(JSONPkg, "RawMessage") }
 
 // JSON names a function of encoding/json, such as Marshal.
 func JSON(name string) *jen.Statement { return jen.Qual(JSONPkg, name) }
+
+// Int64 is the function manifest.Int64, which generated manifests call for
+// resource sizes.
+func Int64() *jen.Statement { return jen.Qual(ManifestPkg, "Int64") }

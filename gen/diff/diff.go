@@ -243,7 +243,7 @@ func compareResources(backend string, old, new []manifest.Resource) []Change {
 		or, inOld := o[uri]
 		nr, inNew := n[uri]
 		out = append(out, compareListed(base, inOld, inNew,
-			listed{or.Name, or.Description, or.MIMEType}, listed{nr.Name, nr.Description, nr.MIMEType})...)
+			listed{or.Name, or.Title, or.Description, or.MIMEType}, listed{nr.Name, nr.Title, nr.Description, nr.MIMEType})...)
 	}
 	return out
 }
@@ -257,13 +257,13 @@ func compareTemplates(backend string, old, new []manifest.ResourceTemplate) []Ch
 		or, inOld := o[uri]
 		nr, inNew := n[uri]
 		out = append(out, compareListed(base, inOld, inNew,
-			listed{or.Name, or.Description, or.MIMEType}, listed{nr.Name, nr.Description, nr.MIMEType})...)
+			listed{or.Name, or.Title, or.Description, or.MIMEType}, listed{nr.Name, nr.Title, nr.Description, nr.MIMEType})...)
 	}
 	return out
 }
 
 // listed is what resources and resource templates have in common.
-type listed struct{ name, description, mimeType string }
+type listed struct{ name, title, description, mimeType string }
 
 func compareListed(base Change, inOld, inNew bool, old, new listed) []Change {
 	switch {
@@ -276,6 +276,10 @@ func compareListed(base Change, inOld, inNew bool, old, new listed) []Change {
 	if old.name != new.name {
 		out = append(out, with(base, Title, Cosmetic, old.name, new.name,
 			fmt.Sprintf("name changed from %q to %q", old.name, new.name)))
+	}
+	if old.title != new.title {
+		out = append(out, with(base, Title, Cosmetic, old.title, new.title,
+			fmt.Sprintf("title changed from %q to %q", old.title, new.title)))
 	}
 	if old.description != new.description {
 		out = append(out, with(base, Description, Cosmetic, old.description, new.description,
@@ -303,6 +307,10 @@ func comparePrompts(backend string, old, new []manifest.Prompt) []Change {
 		case !inNew:
 			out = append(out, with(base, Removed, Breaking, "", "", "removed; requests for it will fail"))
 			continue
+		}
+		if op.Title != np.Title {
+			out = append(out, with(base, Title, Cosmetic, op.Title, np.Title,
+				fmt.Sprintf("title changed from %q to %q", op.Title, np.Title)))
 		}
 		if op.Description != np.Description {
 			out = append(out, with(base, Description, Cosmetic, op.Description, np.Description,

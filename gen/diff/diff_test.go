@@ -458,3 +458,24 @@ func BenchmarkManifests(b *testing.B) {
 		}
 	}
 }
+
+func TestResourceAndPromptTitles(t *testing.T) {
+	m := func(title string) *manifest.Manifest {
+		return &manifest.Manifest{Version: manifest.Version, Backend: "b",
+			Resources:         []manifest.Resource{{URI: "x://1", Name: "one", Title: title}},
+			ResourceTemplates: []manifest.ResourceTemplate{{URITemplate: "x://{id}", Name: "t", Title: title}},
+			Prompts:           []manifest.Prompt{{Name: "p", Title: title}}}
+	}
+	got := make([]string, 0)
+	for _, c := range Manifests(m("Old"), m("New")) {
+		got = append(got, c.String())
+	}
+	want := []string{
+		`resource x://1: title changed from "Old" to "New"`,
+		`resource template x://{id}: title changed from "Old" to "New"`,
+		`prompt p: title changed from "Old" to "New"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -1,6 +1,7 @@
 package emit
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -130,19 +131,27 @@ func manifestLit(m *manifest.Manifest, tools []manifest.Tool) (jen.Code, error) 
 		}
 		d[jen.Id("Tools")] = jen.Index().Add(gen.Tool()).Values(items...)
 	}
-	addResources(d, m)
+	if err := addResources(d, m); err != nil {
+		return nil, err
+	}
 	return jen.Op("&").Add(gen.Manifest()).Values(d), nil
 }
 
-func addResources(d jen.Dict, m *manifest.Manifest) {
+func addResources(d jen.Dict, m *manifest.Manifest) error {
 	if len(m.Resources) > 0 {
 		rs := slices.Clone(m.Resources)
 		slices.SortFunc(rs, func(a, b manifest.Resource) int { return strings.Compare(a.URI, b.URI) })
 		var items []jen.Code
 		for _, r := range rs {
-			items = append(items, jen.Values(nonEmpty(jen.Dict{
-				jen.Id("URI"): jen.Lit(r.URI), jen.Id("Name"): jen.Lit(r.Name),
-			}, "Description", r.Description, "MIMEType", r.MIMEType)))
+			rd := nonEmpty(jen.Dict{jen.Id("URI"): jen.Lit(r.URI), jen.Id("Name"): jen.Lit(r.Name)},
+				"Title", r.Title, "Description", r.Description, "MIMEType", r.MIMEType)
+			if r.Size != nil {
+				rd[jen.Id("Size")] = gen.Int64().Call(jen.Lit(int(*r.Size)))
+			}
+			if err := addRaw(rd, "Annotations", r.Annotations, "Icons", r.Icons, "Meta", r.Meta); err != nil {
+				return fmt.Errorf("resource %q: %w", r.URI, err)
+			}
+			items = append(items, jen.Values(rd))
 		}
 		d[jen.Id("Resources")] = jen.Index().Add(gen.Resource()).Values(items...)
 	}
@@ -151,9 +160,12 @@ func addResources(d jen.Dict, m *manifest.Manifest) {
 		slices.SortFunc(rs, func(a, b manifest.ResourceTemplate) int { return strings.Compare(a.URITemplate, b.URITemplate) })
 		var items []jen.Code
 		for _, r := range rs {
-			items = append(items, jen.Values(nonEmpty(jen.Dict{
-				jen.Id("URITemplate"): jen.Lit(r.URITemplate), jen.Id("Name"): jen.Lit(r.Name),
-			}, "Description", r.Description, "MIMEType", r.MIMEType)))
+			rd := nonEmpty(jen.Dict{jen.Id("URITemplate"): jen.Lit(r.URITemplate), jen.Id("Name"): jen.Lit(r.Name)},
+				"Title", r.Title, "Description", r.Description, "MIMEType", r.MIMEType)
+			if err := addRaw(rd, "Annotations", r.Annotations, "Icons", r.Icons, "Meta", r.Meta); err != nil {
+				return fmt.Errorf("resource template %q: %w", r.URITemplate, err)
+			}
+			items = append(items, jen.Values(rd))
 		}
 		d[jen.Id("ResourceTemplates")] = jen.Index().Add(gen.ResourceTemplate()).Values(items...)
 	}
@@ -162,11 +174,11 @@ func addResources(d jen.Dict, m *manifest.Manifest) {
 		slices.SortFunc(ps, func(a, b manifest.Prompt) int { return strings.Compare(a.Name, b.Name) })
 		var items []jen.Code
 		for _, p := range ps {
-			pd := nonEmpty(jen.Dict{jen.Id("Name"): jen.Lit(p.Name)}, "Description", p.Description)
+			pd := nonEmpty(jen.Dict{jen.Id("Name"): jen.Lit(p.Name)}, "Title", p.Title, "Description", p.Description)
 			if len(p.Arguments) > 0 {
 				var args []jen.Code
 				for _, a := range p.Arguments {
-					ad := nonEmpty(jen.Dict{jen.Id("Name"): jen.Lit(a.Name)}, "Description", a.Description)
+					ad := nonEmpty(jen.Dict{jen.Id("Name"): jen.Lit(a.Name)}, "Title", a.Title, "Description", a.Description)
 					if a.Required {
 						ad[jen.Id("Required")] = jen.True()
 					}
@@ -174,10 +186,30 @@ func addResources(d jen.Dict, m *manifest.Manifest) {
 				}
 				pd[jen.Id("Arguments")] = jen.Index().Add(gen.PromptArgument()).Values(args...)
 			}
+			if err := addRaw(pd, "Icons", p.Icons, "Meta", p.Meta); err != nil {
+				return fmt.Errorf("prompt %q: %w", p.Name, err)
+			}
 			items = append(items, jen.Values(pd))
 		}
 		d[jen.Id("Prompts")] = jen.Index().Add(gen.Prompt()).Values(items...)
 	}
+	return nil
+}
+
+// addRaw adds raw JSON fields given as name, value pairs when present.
+func addRaw(d jen.Dict, kv ...any) error {
+	for i := 0; i+1 < len(kv); i += 2 {
+		raw, _ := kv[i+1].(json.RawMessage)
+		if len(raw) == 0 {
+			continue
+		}
+		lit, err := rawLit(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", kv[i], err)
+		}
+		d[jen.Id(kv[i].(string))] = lit
+	}
+	return nil
 }
 
 // nonEmpty adds string fields given as name, value pairs when non-empty.

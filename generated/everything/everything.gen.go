@@ -28,6 +28,7 @@ var Manifest = &manifest.Manifest{
 		}, {Name: "state"}},
 		Description: "A prompt with two arguments, one required and one optional",
 		Name:        "args-prompt",
+		Title:       "Arguments Prompt",
 	}, {
 		Arguments: []manifest.PromptArgument{{
 			Description: "Choose the department.",
@@ -40,6 +41,7 @@ var Manifest = &manifest.Manifest{
 		}},
 		Description: "First argument choice narrows values for second argument.",
 		Name:        "completable-prompt",
+		Title:       "Team Management",
 	}, {
 		Arguments: []manifest.PromptArgument{{
 			Description: "Type of resource to fetch",
@@ -52,9 +54,11 @@ var Manifest = &manifest.Manifest{
 		}},
 		Description: "A prompt that includes an embedded resource reference",
 		Name:        "resource-prompt",
+		Title:       "Resource Prompt",
 	}, {
 		Description: "A prompt with no arguments",
 		Name:        "simple-prompt",
+		Title:       "Simple Prompt",
 	}},
 	ProtocolVersion: "2025-11-25",
 	ResourceTemplates: []manifest.ResourceTemplate{{

@@ -24,6 +24,7 @@ var Manifest = &manifest.Manifest{
 		Description: "The full knowledge graph with all entities and relations",
 		MIMEType:    "application/json",
 		Name:        "knowledge-graph",
+		Title:       "Knowledge Graph",
 		URI:         "memory://knowledge-graph",
 	}},
 	Server: manifest.ServerInfo{

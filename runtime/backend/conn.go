@@ -53,6 +53,9 @@ type Conn struct {
 	// stopListen ends the subscriptions/listen stream of a 2026-07-28
 	// session.
 	stopListen context.CancelFunc
+	// watch holds the resources kiln subscribed to on a 2026-07-28
+	// session, which travel in the listen stream's filter.
+	watched watchSet
 
 	closeOnce sync.Once
 	closeErr  error

@@ -77,32 +77,56 @@ func (c *Conn) watch() {
 	})
 }
 
-// listen subscribes to the backend's list_changed notifications on
-// protocol versions that deliver them only to a subscriptions/listen stream
-// (2026-07-28 on); earlier versions send them unasked. The stream is
-// reopened with backoff if the backend ends it while the session lives.
+// listen subscribes to the backend's list_changed notifications and the
+// resources kiln watches on protocol versions that deliver them only to a
+// subscriptions/listen stream (2026-07-28 on); earlier versions send them
+// unasked. The stream is reopened with backoff if the backend ends it
+// while the session lives, and at once when the watched resources change.
 func (c *Conn) listen() {
 	if c.protocol < statelessProtocol {
 		return
 	}
-	var f mcp.SubscriptionFilter
-	f.ToolsListChanged = c.caps.Tools != nil && c.caps.Tools.ListChanged
-	f.PromptsListChanged = c.caps.Prompts != nil && c.caps.Prompts.ListChanged
-	f.ResourcesListChanged = c.caps.Resources != nil && c.caps.Resources.ListChanged
-	if f.IsEmpty() {
-		return
-	}
+	var base mcp.SubscriptionFilter
+	base.ToolsListChanged = c.caps.Tools != nil && c.caps.Tools.ListChanged
+	base.PromptsListChanged = c.caps.Prompts != nil && c.caps.Prompts.ListChanged
+	base.ResourcesListChanged = c.caps.Resources != nil && c.caps.Resources.ListChanged
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stopListen = cancel
+	changed := c.watched.signal()
 	go func() {
-		for wait := time.Second; ctx.Err() == nil; wait = min(2*wait, 30*time.Second) {
-			_ = c.client.Listen(ctx, f)
+		for wait := time.Second; ctx.Err() == nil; {
+			f := base
+			f.ResourceSubscriptions = c.watched.uris()
+			if f.IsEmpty() {
+				select {
+				case <-ctx.Done():
+				case <-c.done:
+					return
+				case <-changed:
+				}
+				continue
+			}
+			sctx, stop := context.WithCancel(ctx)
+			go func() {
+				select {
+				case <-changed:
+					c.watched.restart.Store(true)
+					stop()
+				case <-sctx.Done():
+				}
+			}()
+			_ = c.client.Listen(sctx, f)
+			stop()
+			if c.watched.restart.Swap(false) {
+				continue // reopen with the new filter at once
+			}
 			select {
 			case <-ctx.Done():
 			case <-c.done:
 				return
 			case <-time.After(wait):
 			}
+			wait = min(2*wait, 30*time.Second)
 		}
 	}()
 }

@@ -26,38 +26,14 @@ func (c *Conn) Snapshot(ctx context.Context) (*manifest.Manifest, error) {
 		return nil, err
 	}
 	m.Tools = tools
-	if c.caps.Resources != nil {
-		res, err := c.client.ListResources(ctx, mcp.ListResourcesRequest{})
-		if err != nil {
-			return nil, c.wrap("list resources", err)
-		}
-		for _, r := range res.Resources {
-			m.Resources = append(m.Resources, manifest.Resource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType})
-		}
-		tpl, err := c.client.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
-		if err != nil {
-			return nil, c.wrap("list resource templates", err)
-		}
-		for _, t := range tpl.ResourceTemplates {
-			uri := ""
-			if t.URITemplate != nil && t.URITemplate.Template != nil {
-				uri = t.URITemplate.Raw()
-			}
-			m.ResourceTemplates = append(m.ResourceTemplates, manifest.ResourceTemplate{URITemplate: uri, Name: t.Name, Description: t.Description, MIMEType: t.MIMEType})
-		}
+	if m.Resources, err = c.ListResources(ctx); err != nil {
+		return nil, err
 	}
-	if c.caps.Prompts != nil {
-		res, err := c.client.ListPrompts(ctx, mcp.ListPromptsRequest{})
-		if err != nil {
-			return nil, c.wrap("list prompts", err)
-		}
-		for _, p := range res.Prompts {
-			mp := manifest.Prompt{Name: p.Name, Description: p.Description}
-			for _, a := range p.Arguments {
-				mp.Arguments = append(mp.Arguments, manifest.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
-			}
-			m.Prompts = append(m.Prompts, mp)
-		}
+	if m.ResourceTemplates, err = c.ListResourceTemplates(ctx); err != nil {
+		return nil, err
+	}
+	if m.Prompts, err = c.ListPrompts(ctx); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -25,6 +25,9 @@ type rawKey struct{}
 type rawCapture struct {
 	method string
 	pages  []json.RawMessage
+	// rpcErr is the JSON-RPC error the backend answered with, whose code
+	// and data the SDK's error value drops.
+	rpcErr *mcp.JSONRPCErrorDetails
 }
 
 func withCapture(ctx context.Context, method string) (context.Context, *rawCapture) {
@@ -34,7 +37,11 @@ func withCapture(ctx context.Context, method string) (context.Context, *rawCaptu
 
 func observe(ctx context.Context, req transport.JSONRPCRequest, resp *transport.JSONRPCResponse) {
 	c, _ := ctx.Value(rawKey{}).(*rawCapture)
-	if c == nil || resp == nil || resp.Error != nil || req.Method != c.method {
+	if c == nil || resp == nil || req.Method != c.method {
+		return
+	}
+	if resp.Error != nil {
+		c.rpcErr = resp.Error
 		return
 	}
 	c.pages = append(c.pages, append(json.RawMessage(nil), resp.Result...))

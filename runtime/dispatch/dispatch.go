@@ -52,6 +52,12 @@ type Options struct {
 	// connects), waits for the connection and asks Refresh before it
 	// reports the tool unknown.
 	Refresh func(ctx context.Context, backend string) error
+	// OnResourceUpdated is told of each notifications/resources/updated a
+	// backend sends, with its raw params.
+	OnResourceUpdated func(backend string, params json.RawMessage)
+	// OnLog is told of each log message a backend sends that no single
+	// call listens to (sent outside calls, or while several run).
+	OnLog func(backend string, params json.RawMessage)
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and
@@ -234,11 +240,11 @@ func (d *Dispatcher) awaitConn(ctx context.Context, name, tool string) (*slot, *
 		case <-ctx.Done():
 			timer.Stop()
 			return nil, nil, lim, deadline, &Error{Code: CodeCanceled, Backend: name, Tool: tool, Err: ctx.Err(),
-				Message: fmt.Sprintf("%s.%s was canceled while backend %q was still connecting", name, tool, name)}
+				Message: fmt.Sprintf("%s was canceled while backend %q was still connecting", what(name, tool), name)}
 		case <-timer.C:
 			return nil, nil, lim, deadline, &Error{Code: CodeStarting, Backend: name, Tool: tool,
-				Message: fmt.Sprintf("backend %q did not finish connecting within the call's timeout (%s); tool %s.%s is known but could not be called. Read kiln://backend/%s for its state and last stderr lines, then retry",
-					name, lim.timeout, name, tool, name)}
+				Message: fmt.Sprintf("backend %q did not finish connecting within the call's timeout (%s), so %s could not run. Read kiln://backend/%s for its state and last stderr lines, then retry",
+					name, lim.timeout, what(name, tool), name)}
 		}
 	}
 }
@@ -261,6 +267,15 @@ func (d *Dispatcher) awaitTools(ctx context.Context, name, tool string) bool {
 	rctx, cancel := context.WithTimeout(ctx, lim.timeout)
 	defer cancel()
 	return d.opts.Refresh(rctx, name) == nil
+}
+
+// what names a call in messages: the tool, or the backend for requests
+// that are not tool calls (resources, prompts, completions).
+func what(backend, tool string) string {
+	if tool == "" {
+		return "the request to " + backend
+	}
+	return backend + "." + tool
 }
 
 // conn returns the backend's slot and live connection, or an error saying

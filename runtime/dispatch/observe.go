@@ -89,6 +89,7 @@ func (d *Dispatcher) notification(backend, method string, params json.RawMessage
 		}
 	case "notifications/message":
 		d.log.Info("backend log", "backend", backend, "params", string(params))
+		params = tagLogger(backend, params)
 		// A log message names no request, so it goes to a caller only
 		// when exactly one call on this backend is listening: with several
 		// (possibly other clients') it could belong to any of them.
@@ -102,6 +103,12 @@ func (d *Dispatcher) notification(backend, method string, params json.RawMessage
 		d.obs.mu.Unlock()
 		if target != nil && target.Log != nil {
 			target.Log(params)
+		} else if d.opts.OnLog != nil {
+			d.opts.OnLog(backend, params)
+		}
+	case "notifications/resources/updated":
+		if d.opts.OnResourceUpdated != nil {
+			d.opts.OnResourceUpdated(backend, params)
 		}
 	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
 		kind := method[len("notifications/") : len(method)-len("/list_changed")]

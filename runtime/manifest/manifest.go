@@ -59,32 +59,47 @@ type Tool struct {
 	Icons json.RawMessage `json:"icons,omitempty"`
 }
 
-// Resource is a static resource a backend lists.
+// Resource is a static resource a backend lists. Annotations, icons and
+// _meta stay raw JSON so a client sees them as the backend sent them.
 type Resource struct {
-	URI         string `json:"uri"`
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
-	MIMEType    string `json:"mimeType,omitempty"`
+	URI         string          `json:"uri"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Size        *int64          `json:"size,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Icons       json.RawMessage `json:"icons,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
-// ResourceTemplate is a parameterised resource a backend lists.
+// ResourceTemplate is a parameterised resource a backend lists; URITemplate
+// is an RFC 6570 template.
 type ResourceTemplate struct {
-	URITemplate string `json:"uriTemplate"`
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
-	MIMEType    string `json:"mimeType,omitempty"`
+	URITemplate string          `json:"uriTemplate"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Icons       json.RawMessage `json:"icons,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
-// Prompt is a prompt a backend lists.
+// Prompt is a prompt a backend lists, under the backend's own name.
 type Prompt struct {
 	Name        string           `json:"name"`
+	Title       string           `json:"title,omitempty"`
 	Description string           `json:"description,omitempty"`
 	Arguments   []PromptArgument `json:"arguments,omitempty"`
+	Icons       json.RawMessage  `json:"icons,omitempty"`
+	Meta        json.RawMessage  `json:"_meta,omitempty"`
 }
 
 // PromptArgument is one argument of a prompt.
 type PromptArgument struct {
 	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 	Required    bool   `json:"required,omitempty"`
 }
@@ -304,3 +319,7 @@ func WriteFile(dir string, m *Manifest) (string, error) {
 	path := filepath.Join(dir, m.Backend+".json")
 	return path, atomicfile.Write(path, raw)
 }
+
+// Int64 returns a pointer to v: generated manifests write resource sizes
+// with it.
+func Int64(v int64) *int64 { return &v }

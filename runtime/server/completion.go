@@ -6,6 +6,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kilnmcp/kiln/runtime/backend"
 )
 
 // maxCompletions is the protocol's cap on values in one completion/complete
@@ -33,7 +35,12 @@ func (s *Server) addCompletions() {
 	}
 }
 
-func (c completer) CompletePromptArgument(_ context.Context, prompt string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+func (c completer) CompletePromptArgument(ctx context.Context, prompt string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	if p := c.s.pass; p != nil && c.s.opts.Passthrough != nil {
+		if ref, ok := p.promptOf(prompt); ok {
+			return p.complete(ctx, backend.CompleteRef{Prompt: ref.name}, ref.backend, arg, cc)
+		}
+	}
 	switch {
 	case prompt == promptStatus && arg.Name == "backend_name",
 		prompt == promptDiscover && arg.Name == "topic":
@@ -42,7 +49,12 @@ func (c completer) CompletePromptArgument(_ context.Context, prompt string, arg 
 	return &mcp.Completion{Values: []string{}}, nil
 }
 
-func (c completer) CompleteResourceArgument(_ context.Context, uri string, arg mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	if p := c.s.pass; p != nil && c.s.opts.Passthrough != nil {
+		if owner, ok := p.completionOwner(uri); ok {
+			return p.complete(ctx, backend.CompleteRef{URI: uri}, owner, arg, cc)
+		}
+	}
 	switch {
 	case arg.Name == "backend_name" && (uri == uriBackend || uri == uriBackendTools):
 		return complete(arg.Value, c.backendNames(), nil), nil

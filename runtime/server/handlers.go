@@ -388,5 +388,6 @@ func (s *Server) deregisterManual(_ context.Context, raw json.RawMessage) *toolc
 	if err := s.opts.Registrar.Deregister(a.Name); err != nil {
 		return toolcall.Errorf("deregister_manual: %v", err)
 	}
+	s.Forget(a.Name)
 	return jsonResult(map[string]any{"deregistered": a.Name})
 }

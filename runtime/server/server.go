@@ -72,8 +72,11 @@ type Options struct {
 	// Bare reports whether a backend's tools are exposed under their own
 	// names; nil reads backends.NAME.bare from Config. *catalog.Catalog's
 	// Bare also knows runtime registrations.
-	Bare   func(backend string) bool
-	Logger *slog.Logger
+	Bare func(backend string) bool
+	// Passthrough reaches the backends' resources, prompts, completions,
+	// subscriptions and log levels; nil lists the compiled ones only.
+	Passthrough Passthrough
+	Logger      *slog.Logger
 }
 
 // Registrar adds and removes backends at run time; *catalog.Catalog is one.
@@ -90,6 +93,10 @@ type Server struct {
 	valid *schema.Validator
 	exp   *exposure           // nil in meta mode
 	meta  []server.ServerTool // the meta-tools with their handlers
+	// hooks are the SDK server's hooks, shared by the features that need
+	// them.
+	hooks *server.Hooks
+	pass  *passthru
 }
 
 const instructions = `kiln gives you many backend MCP servers' tools through a few meta-tools.
@@ -107,11 +114,15 @@ func New(opts Options) *Server {
 	if opts.Name == "" {
 		opts.Name = "kiln"
 	}
-	s := &Server{opts: opts, log: log, valid: schema.New(), exp: newExposure(opts.Config)}
+	s := &Server{opts: opts, log: log, valid: schema.New(), exp: newExposure(opts.Config), hooks: &server.Hooks{}}
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		// Only direct and hybrid lists change at run time.
 		server.WithToolCapabilities(s.exp != nil),
-		server.WithResourceCapabilities(false, false),
+		// Backends' resources and prompts pass through: subscriptions are
+		// forwarded, and their lists change as backends connect.
+		server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true),
+		server.WithHooks(s.hooks),
 		server.WithLogging(),
 		server.WithInstructions(s.instructions()),
 	)
@@ -126,6 +137,7 @@ func New(opts Options) *Server {
 	}
 	s.addResources()
 	s.addPrompts()
+	s.addPassthrough()
 	for _, mt := range metaTools {
 		if err := s.valid.Compile(mt.name, json.RawMessage(mt.schema)); err != nil {
 			panic(fmt.Sprintf("meta-tool %s: invalid built-in schema: %v", mt.name, err)) // programmer error at init

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kilnmcp/kiln/runtime/manifest"
 )
 
 // The test binary doubles as a real MCP stdio server (mcp-go) when
@@ -218,5 +220,30 @@ func TestEmitRepairsAnInterruptedEmit(t *testing.T) {
 		if strings.HasPrefix(e.Name(), ".generated.") {
 			t.Errorf("emit left %s beside generated/", e.Name())
 		}
+	}
+}
+
+// TestEmitWarnsAboutContestedURIs: two manifests listing one resource
+// emit fine, with a warning naming the backend whose reads win.
+func TestEmitWarnsAboutContestedURIs(t *testing.T) {
+	dir := t.TempDir()
+	manifests := filepath.Join(dir, "manifests")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		m := &manifest.Manifest{Version: manifest.Version, Backend: name, Transport: "stdio",
+			Resources: []manifest.Resource{{URI: "shared://readme", Name: "readme"}}}
+		if _, err := manifest.WriteFile(manifests, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, errOut := run(t, "emit", "--manifests", manifests, "--out", filepath.Join(dir, "generated"))
+	if code != exitOK {
+		t.Fatalf("emit exited %d: %s", code, errOut)
+	}
+	want := `kiln-gen emit: warning: resource "shared://readme" is claimed by backends "alpha" and "beta"; reads go to "alpha", declared first`
+	if !strings.Contains(errOut, want) {
+		t.Errorf("emit stderr = %q, want it to contain %q", errOut, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/kilnmcp/kiln/gen/emit"
+	"github.com/kilnmcp/kiln/runtime/manifest"
 )
 
 func runEmit(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -29,6 +30,12 @@ func runEmit(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := emit.RunWith(*dir, *out, opts); err != nil {
 		fmt.Fprintf(stderr, "kiln-gen emit: %v\n", err)
 		return exitFail
+	}
+	// RunWith read the same folder successfully just now.
+	if ms, err := manifest.ReadDir(*dir); err == nil {
+		for _, w := range emit.Warnings(ms) {
+			fmt.Fprintf(stderr, "kiln-gen emit: warning: %s\n", w)
+		}
 	}
 	fmt.Fprintf(stdout, "emitted %s from %s\n", *out, *dir)
 	if mod != nil {

@@ -125,14 +125,23 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			log.Warn("could not refresh a backend's tools", "backend", name, "err", err)
 		}
 	}
+	hub := &passthroughHub{log: log, timeout: cfg.Gateway.ConnectTimeout}
 	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
-		OnConnect: refresh,
-		Refresh:   func(ctx context.Context, name string) error { return cat.Refresh(ctx, name) },
+		OnConnect: func(name string) {
+			refresh(name)
+			hub.refresh(ctx, name)
+		},
+		Refresh: func(ctx context.Context, name string) error { return cat.Refresh(ctx, name) },
 		OnListChanged: func(name, kind string) {
 			if kind == "tools" {
 				refresh(name)
+			} else {
+				hub.refresh(ctx, name, kind)
 			}
-		}})
+		},
+		OnResourceUpdated: hub.updated,
+		OnLog:             hub.logged,
+	})
 	// The catalog exists before the server it notifies; changes before the
 	// server does are picked up by its first listing.
 	var exposed atomic.Pointer[server.Server]
@@ -199,9 +208,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Scrub:          scrubber.Result,
 			Logger:         log,
 		}),
+		Passthrough: disp,
 	})
 	exposed.Store(srv)
 	srv.SyncTools() // changes that landed while the server was built
+	hub.attach(ctx, srv, disp)
 	if *httpAddr == "" {
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)

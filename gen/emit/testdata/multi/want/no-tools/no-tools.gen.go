@@ -6,6 +6,7 @@
 package notools
 
 import (
+	"encoding/json"
 	manifest "github.com/kilnmcp/kiln/runtime/manifest"
 	registry "github.com/kilnmcp/kiln/runtime/registry"
 )
@@ -15,8 +16,35 @@ const Backend = "no-tools"
 
 // Manifest is what `kiln-gen record` captured from the backend.
 var Manifest = &manifest.Manifest{
-	Backend:         Backend,
+	Backend: Backend,
+	Prompts: []manifest.Prompt{{
+		Arguments: []manifest.PromptArgument{{
+			Name:     "city",
+			Required: true,
+			Title:    "City",
+		}},
+		Icons: json.RawMessage(`[{"src":"https://example.com/p.png"}]`),
+		Meta:  json.RawMessage(`{"vendor/x":1}`),
+		Name:  "weather",
+		Title: "Weather",
+	}},
 	ProtocolVersion: "2025-06-18",
+	ResourceTemplates: []manifest.ResourceTemplate{{
+		Annotations: json.RawMessage(`{"audience":["user"]}`),
+		Name:        "Note",
+		Title:       "A note",
+		URITemplate: "note://{id}",
+	}},
+	Resources: []manifest.Resource{{
+		Annotations: json.RawMessage(`{"priority":0.5}`),
+		Icons:       json.RawMessage(`[{"src":"data:image/png;base64,AA=="}]`),
+		MIMEType:    "text/plain",
+		Meta:        json.RawMessage(`{"vendor/y":true}`),
+		Name:        "readme",
+		Size:        manifest.Int64(0),
+		Title:       "Read me",
+		URI:         "note://readme",
+	}},
 	Server: manifest.ServerInfo{
 		Name:    "no-tools",
 		Version: "1",

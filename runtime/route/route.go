@@ -1,0 +1,135 @@
+package route
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/kilnmcp/kiln/runtime/manifest"
+)
+
+// Reserved is the scheme of kiln's own resources; no backend may claim it.
+const Reserved = "kiln://"
+
+// Backend is what one backend offers for routing.
+type Backend struct {
+	Name      string
+	URIs      []string
+	Templates []string
+}
+
+// FromManifest takes the routing facts of a manifest.
+func FromManifest(m *manifest.Manifest) Backend {
+	b := Backend{Name: m.Backend}
+	for _, r := range m.Resources {
+		b.URIs = append(b.URIs, r.URI)
+	}
+	for _, t := range m.ResourceTemplates {
+		b.Templates = append(b.Templates, t.URITemplate)
+	}
+	return b
+}
+
+// Table answers which backend owns a URI. It is immutable.
+type Table struct {
+	exact     map[string]string // URI -> first backend listing it
+	templates []template        // in backend order, then listing order
+	byText    map[string]string // template text -> first backend listing it
+}
+
+type template struct {
+	backend, text string
+	t             *uritemplate.Template
+}
+
+// New builds a table; backends are ordered by name, the order kiln's config
+// declares them in, so the first declared wins a URI two claim.
+func New(backends []Backend) *Table {
+	bs := slices.Clone(backends)
+	slices.SortStableFunc(bs, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
+	t := &Table{exact: map[string]string{}, byText: map[string]string{}}
+	for _, b := range bs {
+		for _, u := range b.URIs {
+			if _, taken := t.exact[u]; !taken && !strings.HasPrefix(u, Reserved) {
+				t.exact[u] = b.Name
+			}
+		}
+		for _, text := range b.Templates {
+			if _, taken := t.byText[text]; taken || strings.HasPrefix(text, Reserved) {
+				continue
+			}
+			tpl, err := uritemplate.New(text)
+			if err != nil {
+				continue // Problems reports it
+			}
+			t.byText[text] = b.Name
+			t.templates = append(t.templates, template{backend: b.Name, text: text, t: tpl})
+		}
+	}
+	return t
+}
+
+// Owner returns the backend that serves uri: the first to list it, else
+// the first whose template matches it. kiln:// URIs have no owner.
+func (t *Table) Owner(uri string) (string, bool) {
+	if strings.HasPrefix(uri, Reserved) {
+		return "", false
+	}
+	if b, ok := t.exact[uri]; ok {
+		return b, true
+	}
+	for _, tpl := range t.templates {
+		if Match(tpl.t, uri) {
+			return tpl.backend, true
+		}
+	}
+	return "", false
+}
+
+// TemplateOwner returns the backend that listed the template text first.
+func (t *Table) TemplateOwner(text string) (string, bool) {
+	b, ok := t.byText[text]
+	return b, ok
+}
+
+// Match reports whether uri is an expansion of tpl. The library's regexp
+// is anchored and covers operators of levels 1-3 ({var}, {+var}, {#var},
+// {.var}, {/var}, {;var}, {?var}, {&var}).
+func Match(tpl *uritemplate.Template, uri string) bool {
+	return tpl.Regexp().MatchString(uri)
+}
+
+// Problems lists what a reviewer should know about the backends' URIs:
+// a URI or template two backends claim (the first declared wins), a URI
+// that a template of an earlier backend already matches, a template that
+// does not parse, and claims on kiln's own kiln:// scheme, which kiln keeps.
+func Problems(backends []Backend) []string {
+	bs := slices.Clone(backends)
+	slices.SortStableFunc(bs, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
+	var out []string
+	for i, b := range bs {
+		earlier := New(bs[:i])
+		for _, u := range b.URIs {
+			if strings.HasPrefix(u, Reserved) {
+				out = append(out, fmt.Sprintf("backend %q lists resource %q on kiln's own kiln:// scheme; kiln serves its own resource there and hides this one", b.Name, u))
+			} else if owner, ok := earlier.Owner(u); ok {
+				out = append(out, fmt.Sprintf("resource %q is claimed by backends %q and %q; reads go to %q, declared first", u, owner, b.Name, owner))
+			}
+		}
+		for _, text := range b.Templates {
+			switch _, err := uritemplate.New(text); {
+			case strings.HasPrefix(text, Reserved):
+				out = append(out, fmt.Sprintf("backend %q lists resource template %q on kiln's own kiln:// scheme; kiln hides it", b.Name, text))
+			case err != nil:
+				out = append(out, fmt.Sprintf("backend %q lists resource template %q, which is not an RFC 6570 template (%v); kiln lists it but routes no read by it", b.Name, text, err))
+			default:
+				if owner, ok := earlier.TemplateOwner(text); ok {
+					out = append(out, fmt.Sprintf("resource template %q is listed by backends %q and %q; reads go to %q, declared first", text, owner, b.Name, owner))
+				}
+			}
+		}
+	}
+	return out
+}

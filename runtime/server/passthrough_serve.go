@@ -1,0 +1,144 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kilnmcp/kiln/runtime/backend"
+)
+
+// kilnPrompts are kiln's own prompt names, which no backend prompt takes.
+var kilnPrompts = map[string]bool{promptDiscover: true, promptFindTool: true, promptStatus: true}
+
+// kilnTemplates are kiln's own resource templates as registered, for
+// re-registering them when a backend template goes away.
+func kilnTemplates(s *Server) []server.ServerResourceTemplate {
+	_, templates := s.resourceDefs()
+	out := make([]server.ServerResourceTemplate, 0, len(templates))
+	for _, d := range templates {
+		out = append(out, server.ServerResourceTemplate{
+			Template: mcp.NewResourceTemplate(d.uri, d.name, mcp.WithTemplateDescription(d.description), mcp.WithTemplateMIMEType(d.mime)),
+			Handler:  server.ResourceTemplateHandlerFunc(s.serveResource(d)),
+		})
+	}
+	return out
+}
+
+// rawResourceContents sends a backend's resource contents item exactly as
+// the backend wrote it (after scrubbing): the SDK's types would drop keys
+// they do not model. Embedding gives it the SDK's marker method.
+type rawResourceContents struct {
+	mcp.TextResourceContents
+	raw json.RawMessage
+}
+
+// MarshalJSON returns the backend's bytes.
+func (r rawResourceContents) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// rawContent is a prompt message's content block as the backend sent it.
+type rawContent struct {
+	mcp.TextContent
+	raw json.RawMessage
+}
+
+// MarshalJSON returns the backend's bytes.
+func (r rawContent) MarshalJSON() ([]byte, error) { return r.raw, nil }
+
+// read serves resources/read of a backend resource: the SDK matched the
+// URI to one of the registered lists, and the routing table says which
+// backend owns it (the first declared when several claim it).
+func (p *passthru) read(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	uri := req.Params.URI
+	owner, ok := p.owner(uri)
+	if !ok || p.s.opts.Passthrough == nil {
+		return nil, fmt.Errorf("handler not found for resource URI '%s': %w", uri, server.ErrResourceNotFound)
+	}
+	raw, err := p.s.opts.Passthrough.ReadResource(ctx, owner, uri)
+	if err != nil {
+		return nil, p.backendErr(err)
+	}
+	var res struct {
+		Contents []json.RawMessage `json:"contents"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("backend %q answered resources/read of %s with a malformed result: %v", owner, uri, err)
+	}
+	out := make([]mcp.ResourceContents, 0, len(res.Contents))
+	for _, c := range res.Contents {
+		out = append(out, rawResourceContents{raw: p.s.opts.Scrubber.Content(c)})
+	}
+	return out, nil
+}
+
+// prompt serves prompts/get of a backend prompt under its exposed name,
+// passing the arguments through and the messages back as sent.
+func (p *passthru) prompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	ref, ok := p.promptOf(req.Params.Name)
+	if !ok || p.s.opts.Passthrough == nil {
+		return nil, fmt.Errorf("prompt %q not found; prompts/list shows the prompts kiln serves", req.Params.Name)
+	}
+	raw, err := p.s.opts.Passthrough.GetPrompt(ctx, ref.backend, ref.name, req.Params.Arguments)
+	if err != nil {
+		return nil, p.backendErr(err)
+	}
+	var res struct {
+		Description string          `json:"description"`
+		Meta        json.RawMessage `json:"_meta"`
+		Messages    []struct {
+			Role    mcp.Role        `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("backend %q answered prompts/get of %q with a malformed result: %v", ref.backend, ref.name, err)
+	}
+	out := &mcp.GetPromptResult{Description: p.s.opts.Scrubber.String(res.Description), Messages: make([]mcp.PromptMessage, 0, len(res.Messages))}
+	if len(res.Meta) > 0 && string(res.Meta) != "null" {
+		var meta mcp.Meta
+		if json.Unmarshal(p.s.opts.Scrubber.JSON(res.Meta), &meta) == nil {
+			out.Meta = &meta
+		}
+	}
+	for _, m := range res.Messages {
+		out.Messages = append(out.Messages, mcp.PromptMessage{Role: m.Role, Content: rawContent{raw: p.s.opts.Scrubber.Content(m.Content)}})
+	}
+	return out, nil
+}
+
+// backendErr turns a backend failure into the error a client sees,
+// scrubbed: the backend's own message when it answered with a JSON-RPC
+// error, else kiln's account (not connected, timed out, gone).
+func (p *passthru) backendErr(err error) error {
+	var re *backend.RemoteError
+	if errors.As(err, &re) {
+		return errors.New(p.s.opts.Scrubber.String(re.Error()))
+	}
+	return errors.New(p.s.opts.Scrubber.String(err.Error()))
+}
+
+// complete forwards a completion request to the backend that owns ref,
+// reporting false when no backend does.
+func (p *passthru) complete(ctx context.Context, ref backend.CompleteRef, owner string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
+	raw, err := p.s.opts.Passthrough.Complete(ctx, owner, ref, arg.Name, arg.Value, cc.Arguments)
+	if err != nil {
+		return nil, p.backendErr(err)
+	}
+	var res struct {
+		Completion mcp.Completion `json:"completion"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("backend %q answered completion/complete with a malformed result: %v", owner, err)
+	}
+	for i, v := range res.Completion.Values {
+		res.Completion.Values[i] = p.s.opts.Scrubber.String(v)
+	}
+	if res.Completion.Values == nil {
+		res.Completion.Values = []string{}
+	}
+	return &res.Completion, nil
+}

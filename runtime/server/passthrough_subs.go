@@ -1,0 +1,371 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kilnmcp/kiln/runtime/route"
+)
+
+// subscriptions tracks which client sessions subscribed to which backend
+// resource, so an update reaches only them and a backend is unsubscribed
+// when its last subscriber leaves or disconnects.
+type subscriptions struct {
+	mu        sync.Mutex
+	bySession map[string]map[string]bool // session -> URIs
+	byURI     map[string]map[string]bool // URI -> sessions
+	owner     map[string]string          // URI -> backend subscribed at
+	// streams deliver to subscriptions/listen streams, by their key in
+	// bySession.
+	streams map[string]func(mcp.JSONRPCNotification)
+	// perURI serializes subscribing and unsubscribing one URI, so a second
+	// subscriber never counts on an upstream subscription still in flight
+	// that may fail.
+	perURI sync.Map // URI -> *sync.Mutex
+}
+
+// lock holds uri's subscription changes until the returned func runs.
+func (t *subscriptions) lock(uri string) func() {
+	mu, _ := t.perURI.LoadOrStore(uri, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+func (t *subscriptions) init() {
+	t.bySession = map[string]map[string]bool{}
+	t.byURI = map[string]map[string]bool{}
+	t.owner = map[string]string{}
+	t.streams = map[string]func(mcp.JSONRPCNotification){}
+}
+
+// add records that session subscribed to uri at backend and reports
+// whether it is the URI's first subscriber (kiln must subscribe upstream).
+func (t *subscriptions) add(session, uri, backend string) (first bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.bySession[session] == nil {
+		t.bySession[session] = map[string]bool{}
+	}
+	t.bySession[session][uri] = true
+	if t.byURI[uri] == nil {
+		t.byURI[uri] = map[string]bool{}
+		t.owner[uri] = backend
+		first = true
+	}
+	t.byURI[uri][session] = true
+	return first
+}
+
+// remove drops session's subscription to uri and returns the backend to
+// unsubscribe from when it was the last subscriber, else "".
+func (t *subscriptions) remove(session, uri string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.bySession[session], uri)
+	if len(t.bySession[session]) == 0 {
+		delete(t.bySession, session)
+	}
+	subs, ok := t.byURI[uri]
+	if !ok {
+		return ""
+	}
+	delete(subs, session)
+	if len(subs) > 0 {
+		return ""
+	}
+	b := t.owner[uri]
+	delete(t.byURI, uri)
+	delete(t.owner, uri)
+	return b
+}
+
+// uris returns the URIs session subscribed to.
+func (t *subscriptions) uris(session string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for u := range t.bySession[session] {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sessions returns the sessions subscribed to uri at backend.
+func (t *subscriptions) sessions(backend, uri string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.owner[uri] != backend {
+		return nil
+	}
+	var out []string
+	for s := range t.byURI[uri] {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// at returns the URIs kiln subscribed to at backend.
+func (t *subscriptions) at(backend string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for u, b := range t.owner {
+		if b == backend {
+			out = append(out, u)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// logState is the log level clients asked for, forwarded to every
+// backend, and the sessions backend logs go to.
+type logState struct {
+	mu       sync.Mutex
+	level    string
+	sessions map[string]bool
+	warned   map[string]bool // routing warnings already logged; guarded by passthru.mu
+}
+
+func (l *logState) init() { l.sessions = map[string]bool{} }
+
+// apply sends the level clients asked for to one backend.
+func (l *logState) apply(ctx context.Context, s *Server, name string) {
+	l.mu.Lock()
+	level := l.level
+	l.mu.Unlock()
+	if level == "" {
+		return
+	}
+	if err := s.opts.Passthrough.SetLevel(ctx, name, level); err != nil {
+		s.log.Debug("could not forward the log level", "backend", name, "err", err)
+	}
+}
+
+func sessionID(ctx context.Context) string {
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		return cs.SessionID()
+	}
+	return ""
+}
+
+// hook installs the SDK hooks passthrough needs: subscriptions are
+// forwarded before the SDK acknowledges them (so a backend's refusal
+// reaches the client), sessions are tracked for updates and logs, and a
+// client's log level goes to every backend.
+func (p *passthru) hook(h *server.Hooks) {
+	h.AddOnRequestInitialization(func(ctx context.Context, _ any, message any) error {
+		raw, ok := message.(json.RawMessage)
+		if !ok {
+			return nil
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				URI           string                 `json:"uri"`
+				Notifications mcp.SubscriptionFilter `json:"notifications"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(raw, &req) != nil {
+			return nil
+		}
+		switch req.Method {
+		case string(mcp.MethodSubscriptionsListen):
+			return p.listen(ctx, req.ID, req.Params.Notifications.ResourceSubscriptions)
+		case string(mcp.MethodResourcesSubscribe):
+			return p.subscribe(ctx, sessionID(ctx), req.Params.URI)
+		case string(mcp.MethodResourcesUnsubscribe):
+			p.unsubscribe(ctx, sessionID(ctx), req.Params.URI)
+		}
+		return nil
+	})
+	h.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
+		p.logs.mu.Lock()
+		p.logs.sessions[cs.SessionID()] = true
+		p.logs.mu.Unlock()
+	})
+	h.AddOnUnregisterSession(func(ctx context.Context, cs server.ClientSession) {
+		p.logs.mu.Lock()
+		delete(p.logs.sessions, cs.SessionID())
+		p.logs.mu.Unlock()
+		for _, uri := range p.subs.uris(cs.SessionID()) {
+			p.unsubscribe(context.WithoutCancel(ctx), cs.SessionID(), uri)
+		}
+	})
+	h.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+		p.logs.mu.Lock()
+		p.logs.level = string(req.Params.Level)
+		p.logs.mu.Unlock()
+		if p.s.opts.Passthrough == nil {
+			return
+		}
+		for _, name := range p.backendNames() {
+			p.logs.apply(context.WithoutCancel(ctx), p.s, name)
+		}
+	})
+}
+
+func (p *passthru) backendNames() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	names := make([]string, 0, len(p.offers))
+	for n := range p.offers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// subscribe forwards a client's subscription to the owning backend when it
+// is the URI's first subscriber. kiln's own resources accept subscriptions
+// and never change under them.
+func (p *passthru) subscribe(ctx context.Context, session, uri string) error {
+	if strings.HasPrefix(uri, route.Reserved) || uri == "" {
+		return nil
+	}
+	owner, ok := p.owner(uri)
+	if !ok {
+		return fmt.Errorf("cannot subscribe to %q: no backend serves that URI; resources/list and resources/templates/list show what kiln serves", uri)
+	}
+	if p.s.opts.Passthrough == nil {
+		return fmt.Errorf("cannot subscribe to %q: this kiln forwards no subscriptions", uri)
+	}
+	defer p.subs.lock(uri)()
+	if !p.subs.add(session, uri, owner) {
+		return nil
+	}
+	if err := p.s.opts.Passthrough.Subscribe(ctx, owner, uri); err != nil {
+		p.subs.remove(session, uri)
+		return fmt.Errorf("cannot subscribe to %q: %v", uri, p.backendErr(err))
+	}
+	return nil
+}
+
+// listen forwards the resource subscriptions of a subscriptions/listen
+// stream (protocol 2026-07-28, where they replace resources/subscribe).
+// The stream's session is one the SDK made for this request and never
+// registered, so updates go straight onto its channel, tagged with the
+// stream's subscription ID; the subscriptions end with the request.
+func (p *passthru) listen(ctx context.Context, id json.RawMessage, uris []string) error {
+	cs := server.ClientSessionFromContext(ctx)
+	if len(uris) == 0 || cs == nil {
+		return nil
+	}
+	var subID any
+	_ = json.Unmarshal(id, &subID)
+	key := fmt.Sprintf("listen:%p", cs)
+	var done []string
+	for _, uri := range uris {
+		if err := p.subscribe(ctx, key, uri); err != nil {
+			for _, u := range done {
+				p.unsubscribe(context.WithoutCancel(ctx), key, u)
+			}
+			return err
+		}
+		done = append(done, uri)
+	}
+	p.subs.mu.Lock()
+	p.subs.streams[key] = func(n mcp.JSONRPCNotification) {
+		n.Params.Meta = map[string]any{mcp.MetaKeySubscriptionID: subID}
+		select {
+		case cs.NotificationChannel() <- n:
+		default:
+			p.s.log.Debug("a subscription stream is full; dropped a resource update", "uri", n.Params.AdditionalFields["uri"])
+		}
+	}
+	p.subs.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		p.subs.mu.Lock()
+		delete(p.subs.streams, key)
+		p.subs.mu.Unlock()
+		for _, u := range done {
+			p.unsubscribe(context.WithoutCancel(ctx), key, u)
+		}
+	})
+	return nil
+}
+
+// unsubscribe drops a session's subscription and the backend's when no
+// session is left on the URI.
+func (p *passthru) unsubscribe(ctx context.Context, session, uri string) {
+	defer p.subs.lock(uri)()
+	owner := p.subs.remove(session, uri)
+	if owner == "" || p.s.opts.Passthrough == nil {
+		return
+	}
+	if err := p.s.opts.Passthrough.Unsubscribe(ctx, owner, uri); err != nil {
+		p.s.log.Debug("could not unsubscribe a backend resource", "backend", owner, "uri", uri, "err", err)
+	}
+}
+
+// resubscribe renews kiln's subscriptions at a backend that reconnected.
+func (p *passthru) resubscribe(ctx context.Context, name string) {
+	for _, uri := range p.subs.at(name) {
+		if err := p.s.opts.Passthrough.Subscribe(ctx, name, uri); err != nil {
+			p.s.log.Warn("could not renew a resource subscription after the backend reconnected", "backend", name, "uri", uri, "err", err)
+		}
+	}
+}
+
+// ResourceUpdated passes a backend's notifications/resources/updated to
+// the sessions that subscribed to that URI, and to no other.
+func (s *Server) ResourceUpdated(backend string, params json.RawMessage) {
+	p := s.pass
+	if p == nil {
+		return
+	}
+	var n map[string]any
+	if json.Unmarshal(s.opts.Scrubber.JSON(params), &n) != nil {
+		return
+	}
+	uri, _ := n["uri"].(string)
+	for _, sid := range p.subs.sessions(backend, uri) {
+		p.subs.mu.Lock()
+		stream := p.subs.streams[sid]
+		p.subs.mu.Unlock()
+		if stream != nil {
+			stream(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+				Method: string(mcp.MethodNotificationResourceUpdated), Params: mcp.NotificationParams{AdditionalFields: n}}})
+			continue
+		}
+		if err := s.mcp.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationResourceUpdated), n); err != nil {
+			s.log.Debug("could not forward a resource update", "session", sid, "uri", uri, "err", err)
+		}
+	}
+}
+
+// BackendLog passes a log message a backend sent outside any single call
+// to every client session whose log level admits it; the dispatcher has
+// already tagged its logger with the backend.
+func (s *Server) BackendLog(backend string, params json.RawMessage) {
+	p := s.pass
+	if p == nil {
+		return
+	}
+	var n mcp.LoggingMessageNotificationParams
+	if json.Unmarshal(s.opts.Scrubber.JSON(params), &n) != nil || n.Level == "" {
+		return
+	}
+	p.logs.mu.Lock()
+	sessions := make([]string, 0, len(p.logs.sessions))
+	for sid := range p.logs.sessions {
+		sessions = append(sessions, sid)
+	}
+	p.logs.mu.Unlock()
+	note := mcp.LoggingMessageNotification{Notification: mcp.Notification{Method: string(mcp.MethodNotificationMessage)}, Params: n}
+	for _, sid := range sessions {
+		if err := s.mcp.SendLogMessageToSpecificClient(sid, note); err != nil {
+			s.log.Debug("could not forward a backend log message", "backend", backend, "session", sid, "err", err)
+		}
+	}
+}

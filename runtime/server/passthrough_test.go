@@ -1,0 +1,269 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/scrub"
+)
+
+// fakeBackends stands in for the dispatcher: these tests are about
+// merging, routing and the bytes kiln sends on; tests/passthrough_test.go
+// drives the same code against real backends, which cannot send the
+// unknown keys and secrets checked here on demand.
+type fakeBackends struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (f *fakeBackends) log(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, s)
+}
+
+func (f *fakeBackends) ListResources(context.Context, string) ([]manifest.Resource, error) {
+	return nil, nil
+}
+func (f *fakeBackends) ListResourceTemplates(context.Context, string) ([]manifest.ResourceTemplate, error) {
+	return nil, nil
+}
+func (f *fakeBackends) ListPrompts(context.Context, string) ([]manifest.Prompt, error) {
+	return nil, nil
+}
+
+func (f *fakeBackends) ReadResource(_ context.Context, b, uri string) (json.RawMessage, error) {
+	f.log("read " + b + " " + uri)
+	return json.RawMessage(`{"contents":[{"uri":"` + uri + `","text":"token ` + secret + `","x-extra":{"from":"` + b + `"}},` +
+		`{"uri":"` + uri + `","blob":"` + secret + `","mimeType":"application/octet-stream"}]}`), nil
+}
+
+func (f *fakeBackends) GetPrompt(_ context.Context, b, prompt string, args map[string]string) (json.RawMessage, error) {
+	f.log("prompt " + b + " " + prompt + " " + args["who"])
+	return json.RawMessage(`{"description":"hi","messages":[{"role":"user","content":{"type":"text","text":"hello ` + args["who"] + `","annotations":{"priority":1},"x-extra":true}}]}`), nil
+}
+
+func (f *fakeBackends) Complete(_ context.Context, b string, ref backend.CompleteRef, arg, value string, _ map[string]string) (json.RawMessage, error) {
+	f.log("complete " + b + " " + ref.Prompt + ref.URI + " " + arg + "=" + value)
+	return json.RawMessage(`{"completion":{"values":["` + value + `1","` + value + `2"],"total":2}}`), nil
+}
+
+func (f *fakeBackends) Subscribe(_ context.Context, b, uri string) error {
+	f.log("subscribe " + b + " " + uri)
+	return nil
+}
+
+func (f *fakeBackends) Unsubscribe(_ context.Context, b, uri string) error {
+	f.log("unsubscribe " + b + " " + uri)
+	return nil
+}
+
+func (f *fakeBackends) SetLevel(_ context.Context, b, level string) error {
+	f.log("level " + b + " " + level)
+	return nil
+}
+
+const secret = "ghp_a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2"
+
+func newPassthroughServer(t *testing.T) (*Server, *fakeBackends) {
+	t.Helper()
+	reg := registry.New()
+	for _, m := range []*manifest.Manifest{
+		{Version: 1, Backend: "beta",
+			Resources:         []manifest.Resource{{URI: "shared://x", Name: "x"}, {URI: "beta://only", Name: "only", Annotations: json.RawMessage(`{"priority":0.3}`)}, {URI: "kiln://overview", Name: "fake"}},
+			ResourceTemplates: []manifest.ResourceTemplate{{URITemplate: "notes://{id}", Name: "note"}},
+			Prompts:           []manifest.Prompt{{Name: "greet", Arguments: []manifest.PromptArgument{{Name: "who"}}}}},
+		{Version: 1, Backend: "alpha",
+			Resources: []manifest.Resource{{URI: "shared://x", Name: "x"}},
+			Prompts:   []manifest.Prompt{{Name: "greet"}}},
+		// Compiled in but not in the config: shown nowhere.
+		{Version: 1, Backend: "gamma",
+			Resources: []manifest.Resource{{URI: "gamma://x", Name: "gx"}},
+			Prompts:   []manifest.Prompt{{Name: "hidden"}}},
+	} {
+		if err := reg.Add(m, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &fakeBackends{}
+	cfg := &config.Config{Gateway: config.DefaultGateway(), Backends: []config.Backend{{Name: "alpha"}, {Name: "beta"}}}
+	s := New(Options{Version: "test", Config: cfg, Registry: reg,
+		Scrubber: scrub.New(scrub.Options{}), Passthrough: f})
+	return s, f
+}
+
+// rpc sends one JSON-RPC request straight to the SDK server and returns the
+// bytes a client would receive.
+func rpc(t *testing.T, s *Server, method, params string) string {
+	t.Helper()
+	out := s.mcp.HandleMessage(t.Context(), json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
+	raw, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+func TestPassthroughListsMergeAndRoute(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	list := rpc(t, s, "resources/list", `{}`)
+	for _, want := range []string{`"uri":"beta://only"`, `"uri":"shared://x"`, `"uri":"kiln://overview"`, `"priority":0.3`} {
+		if !strings.Contains(list, want) {
+			t.Errorf("resources/list lacks %s: %s", want, list)
+		}
+	}
+	if strings.Contains(list, "gamma://x") || strings.Contains(rpc(t, s, "prompts/list", `{}`), "gamma__hidden") {
+		t.Errorf("a compiled backend the config does not name is listed: %s", list)
+	}
+	if strings.Count(list, `"uri":"shared://x"`) != 1 || strings.Contains(list, `"name":"fake"`) {
+		t.Errorf("a contested URI must be listed once and kiln:// stays kiln's: %s", list)
+	}
+	if tpl := rpc(t, s, "resources/templates/list", `{}`); !strings.Contains(tpl, `"notes://{id}"`) || !strings.Contains(tpl, `"kiln://tool/{tool_name}"`) {
+		t.Errorf("resources/templates/list = %s", tpl)
+	}
+	prompts := rpc(t, s, "prompts/list", `{}`)
+	for _, want := range []string{`"alpha__greet"`, `"beta__greet"`, `"discover"`, `"find_tool"`, `"backend_status"`} {
+		if !strings.Contains(prompts, want) {
+			t.Errorf("prompts/list lacks %s: %s", want, prompts)
+		}
+	}
+
+	read := rpc(t, s, "resources/read", `{"uri":"shared://x"}`)
+	if !strings.Contains(read, `"x-extra":{"from":"alpha"}`) {
+		t.Errorf("a URI two backends list must go to the first declared, with unknown keys kept: %s", read)
+	}
+	if !strings.Contains(read, `"blob":"`+secret+`"`) || strings.Count(read, secret) != 1 {
+		t.Errorf("text must be scrubbed and blobs left whole: %s", read)
+	}
+	rpc(t, s, "resources/read", `{"uri":"notes://42"}`)
+	if miss := rpc(t, s, "resources/read", `{"uri":"nowhere://x"}`); !strings.Contains(miss, "resource not found") {
+		t.Errorf("an unknown URI = %s", miss)
+	}
+
+	got := rpc(t, s, "prompts/get", `{"name":"beta__greet","arguments":{"who":"Ann"}}`)
+	if !strings.Contains(got, `"text":"hello Ann"`) || !strings.Contains(got, `"x-extra":true`) || !strings.Contains(got, `"annotations":{"priority":1}`) {
+		t.Errorf("prompts/get = %s", got)
+	}
+	comp := rpc(t, s, "completion/complete", `{"ref":{"type":"ref/prompt","name":"beta__greet"},"argument":{"name":"who","value":"A"}}`)
+	if !strings.Contains(comp, `"values":["A1","A2"]`) {
+		t.Errorf("completion/complete of a backend prompt = %s", comp)
+	}
+	rpc(t, s, "completion/complete", `{"ref":{"type":"ref/resource","uri":"notes://{id}"},"argument":{"name":"id","value":"4"}}`)
+	if own := rpc(t, s, "completion/complete", `{"ref":{"type":"ref/resource","uri":"kiln://backend/{backend_name}"},"argument":{"name":"backend_name","value":"b"}}`); !strings.Contains(own, `"values":[`) {
+		t.Errorf("kiln's own completion = %s", own)
+	}
+	want := []string{
+		"read alpha shared://x",
+		"read beta notes://42",
+		"prompt beta greet Ann",
+		"complete beta greet who=A",
+		"complete beta notes://{id} id=4",
+	}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("backend calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestSubscriptionsFanOut(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	p := s.pass
+	ctx := t.Context()
+	for _, sub := range []struct{ session, uri string }{
+		{"s1", "beta://only"}, {"s2", "beta://only"}, {"s2", "notes://7"}, {"s1", "kiln://stats"},
+	} {
+		if err := p.subscribe(ctx, sub.session, sub.uri); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.subscribe(ctx, "s1", "nowhere://x"); err == nil {
+		t.Error("subscribing to a URI no backend serves succeeded")
+	}
+	if got := p.subs.sessions("beta", "beta://only"); !slices.Equal(got, []string{"s1", "s2"}) {
+		t.Errorf("sessions of beta://only = %v", got)
+	}
+	if got := p.subs.sessions("alpha", "beta://only"); got != nil {
+		t.Errorf("another backend's update of beta://only would reach %v", got)
+	}
+	if got := p.subs.sessions("beta", "notes://7"); !slices.Equal(got, []string{"s2"}) {
+		t.Errorf("sessions of notes://7 = %v", got)
+	}
+	p.unsubscribe(ctx, "s1", "beta://only") // s2 still listens
+	p.unsubscribe(ctx, "s2", "beta://only") // the last one leaves
+	p.unsubscribe(ctx, "s2", "notes://7")
+	want := []string{
+		"subscribe beta beta://only", // once for both sessions
+		"subscribe beta notes://7",
+		"unsubscribe beta beta://only",
+		"unsubscribe beta notes://7",
+	}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("backend calls (-want +got):\n%s", diff)
+	}
+	if len(p.subs.byURI)+len(p.subs.bySession)+len(p.subs.owner) != 0 {
+		t.Errorf("subscriptions left behind: %v %v %v", p.subs.byURI, p.subs.bySession, p.subs.owner)
+	}
+}
+
+// TestRefreshReplacesCompiledLists: once a backend connects, its live
+// lists replace the compiled ones, including removals; kiln's own
+// templates survive a backend template going away.
+func TestRefreshReplacesCompiledLists(t *testing.T) {
+	s, _ := newPassthroughServer(t)
+	var logs bytes.Buffer
+	s.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := s.Refresh(t.Context(), "beta"); err != nil { // the fake lists nothing live
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "differ from the compiled manifest") || !strings.Contains(logs.String(), "backend=beta") {
+		t.Errorf("no drift warning for beta in the log:\n%s", logs.String())
+	}
+	list := rpc(t, s, "resources/list", `{}`)
+	if strings.Contains(list, "beta://only") || !strings.Contains(list, "shared://x") {
+		t.Errorf("resources/list after beta went empty = %s", list)
+	}
+	tpl := rpc(t, s, "resources/templates/list", `{}`)
+	if strings.Contains(tpl, "notes://") || !strings.Contains(tpl, "kiln://backend/{backend_name}") {
+		t.Errorf("resources/templates/list after beta went empty = %s", tpl)
+	}
+	if prompts := rpc(t, s, "prompts/list", `{}`); strings.Contains(prompts, "beta__greet") || !strings.Contains(prompts, "alpha__greet") {
+		t.Errorf("prompts/list after beta went empty = %s", prompts)
+	}
+	if miss := rpc(t, s, "resources/read", `{"uri":"notes://1"}`); !strings.Contains(miss, "resource not found") {
+		t.Errorf("a removed template still routes: %s", miss)
+	}
+	if own := rpc(t, s, "resources/read", `{"uri":"kiln://backend/alpha"}`); !strings.Contains(own, "alpha") || strings.Contains(own, `"error"`) {
+		t.Errorf("kiln's own template after the re-registration = %s", own)
+	}
+}
+
+// Prompts are named by the tools' resolver: backend__prompt, a bare
+// backend's own names, suffixes on collisions, kiln's prompts never taken.
+func TestPromptNames(t *testing.T) {
+	s := &Server{log: slog.New(slog.DiscardHandler), opts: Options{Bare: func(b string) bool { return b == "plain" }}}
+	p := &passthru{s: s, offers: map[string]offer{
+		"everything": {prompts: []manifest.Prompt{{Name: "args-prompt"}, {Name: "a.b"}, {Name: "a b"}}},
+		"plain":      {prompts: []manifest.Prompt{{Name: "summarize"}, {Name: "discover"}}},
+	}}
+	got := p.promptNames([]string{"everything", "plain"})
+	if got["everything.args-prompt"] != "everything__args-prompt" || got["plain.summarize"] != "summarize" {
+		t.Errorf("plain names: %v", got)
+	}
+	if x, y := got["everything.a.b"], got["everything.a b"]; x == y || !registry.ValidExposedName(x) || !registry.ValidExposedName(y) {
+		t.Errorf("names that map alike must stay apart and valid: %q %q", x, y)
+	}
+	if got["plain.discover"] == "discover" || !strings.HasPrefix(got["plain.discover"], "discover_") {
+		t.Errorf("a bare prompt named like one of kiln's gets a suffix: %q", got["plain.discover"])
+	}
+}
