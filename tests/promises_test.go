@@ -55,7 +55,7 @@ func TestMaxOutputSizeRaisesTheCap(t *testing.T) {
 	call := `{"tool":"f1.huge","arguments":{"bytes":500000}}`
 	r := k.call(t.Context(), "call_tool_chain", map[string]any{"code": call, "max_output_size": 1000000}, nil)
 	if r.IsError || len(r.Text()) != 500000 {
-		t.Fatalf("max_output_size 1,000,000: isError=%v, %d bytes, want the whole 500,000", r.IsError, len(r.Text()))
+		t.Fatalf("max_output_size 1,000,000: isError=%v, %d bytes, want the whole 500,000: %.300s", r.IsError, len(r.Text()), r.Text())
 	}
 	r = k.call(t.Context(), "call_tool_chain", map[string]any{"code": call}, nil)
 	if len(r.Text()) >= 500000 {

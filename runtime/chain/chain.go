@@ -167,15 +167,30 @@ func (e *Engine) run(ctx context.Context, req Request) (*toolcall.Result, Tier) 
 }
 
 func (e *Engine) callDirect(ctx context.Context, call directCall) *toolcall.Result {
-	t, err := e.opts.Registry.Resolve(call.Tool)
+	backend, tool, err := e.resolve(call.Tool)
 	if err != nil {
 		return toolcall.Errorf("call_tool_chain: %v", err)
 	}
-	res, err := e.opts.Caller.CallTool(ctx, t.Backend, t.Name, call.Args)
+	res, err := e.opts.Caller.CallTool(ctx, backend, tool, call.Args)
 	if err != nil {
 		return errorResult(err)
 	}
 	return res
+}
+
+// resolve finds the tool a JSON call names. A "backend.tool" the registry
+// does not know yet still goes to the dispatcher, which knows whether its
+// backend is still connecting (a backend not compiled in lists its tools
+// only then) and answers "not found" itself otherwise.
+func (e *Engine) resolve(name string) (backend, tool string, err error) {
+	t, err := e.opts.Registry.Resolve(name)
+	if err == nil {
+		return t.Backend, t.Name, nil
+	}
+	if b, rest, ok := strings.Cut(name, "."); ok && b != "" && rest != "" {
+		return b, rest, nil
+	}
+	return "", "", err
 }
 
 // errorResult turns a dispatch failure into the text a model reads. The
