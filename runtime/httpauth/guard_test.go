@@ -509,4 +509,3 @@ func TestRecorderStreams(t *testing.T) {
 		t.Errorf("flush through guard: handler %v, recorder %v", flushed, w.Flushed)
 	}
 }
-
