@@ -162,16 +162,18 @@ func (g *Guard) free(victims []victim) {
 			c()
 		}
 		if v.stream || g.inner == nil {
+			g.log.Debug("http session closed", "session", v.id, "reason", v.why)
 			continue
 		}
-		g.log.Debug("http session closed", "session", v.id)
 		r, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, mcpPath, nil)
 		if err != nil {
 			continue
 		}
 		r.Host = "localhost"
 		r.Header.Set(sessionHeader, v.id)
-		g.inner.ServeHTTP(discard{}, r)
+		d := &discard{}
+		g.inner.ServeHTTP(d, r)
+		g.log.Debug("http session closed", "session", v.id, "reason", v.why, "terminated", d.status == http.StatusOK)
 	}
 }
 
@@ -292,8 +294,19 @@ func (w *recorder) Flush() {
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // discard is the response writer of the guard's own DELETEs.
-type discard struct{}
+type discard struct{ status int }
 
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-func (discard) WriteHeader(int)             {}
+func (*discard) Header() http.Header { return http.Header{} }
+
+func (d *discard) Write(p []byte) (int, error) {
+	if d.status == 0 {
+		d.status = http.StatusOK
+	}
+	return len(p), nil
+}
+
+func (d *discard) WriteHeader(code int) {
+	if d.status == 0 {
+		d.status = code
+	}
+}

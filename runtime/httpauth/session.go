@@ -57,7 +57,7 @@ type session struct {
 // still forget: cancel its requests, then (for a streamable session)
 // terminate it in the SDK.
 type victim struct {
-	id      string
+	id, why string
 	stream  bool
 	cancels []context.CancelFunc
 }
@@ -213,7 +213,7 @@ func (s *sessions) lruLocked(identity string) *session {
 }
 
 func (s *sessions) evictLocked(e *session, why string) victim {
-	v := victim{id: e.id, stream: e.stream}
+	v := victim{id: e.id, why: why, stream: e.stream}
 	for _, c := range e.open {
 		v.cancels = append(v.cancels, c)
 	}

@@ -240,3 +240,44 @@ func TestStreams(t *testing.T) {
 		t.Error("a second GET stream did not cancel the first")
 	}
 }
+
+// TestSessionsPerSubject checks that with JWTs the cap and the ownership
+// of sessions follow the token's subject, not the address: two subjects
+// behind one address do not share a cap, and one cannot use the other's
+// session.
+func TestSessionsPerSubject(t *testing.T) {
+	k := testKeys()
+	srv := newJWKSServer(t, ecJWK("e1", &k.ec.PublicKey))
+	c := &clock{t0}
+	g := newGuard(t, config.HTTP{JWTIssuer: issuer, JWKSURL: srv.URL, MaxSessions: 2},
+		Options{Client: srv.Client(), Now: c.now})
+	mcp := newFakeMCP()
+	h := g.Wrap(mcp)
+	tok := func(sub string) []string {
+		return []string{"Authorization", "Bearer " + sign(t, map[string]any{"alg": "ES256", "kid": "e1"}, claims(func(m map[string]any) { m["sub"] = sub }), k.ec)}
+	}
+	alice, bob := tok("alice"), tok("bob")
+	init := func(auth []string) *httptest.ResponseRecorder {
+		return serve(h, req("POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, auth...))
+	}
+	var aliceIDs []string
+	for range 2 {
+		w := init(alice)
+		expectStatus(t, w, 200)
+		aliceIDs = append(aliceIDs, w.Header().Get(sessionHeader))
+	}
+	if n := g.sessions.held("sub alice"); n != 2 {
+		t.Fatalf("alice holds %d, want 2", n)
+	}
+	b := init(bob).Header().Get(sessionHeader)
+	if n := g.sessions.held("sub bob"); n != 1 || b == "" {
+		t.Fatalf("bob holds %d (session %q), want 1", n, b)
+	}
+	// Bob cannot use Alice's session, nor she his.
+	w := serve(h, req("POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, append([]string{sessionHeader, aliceIDs[0]}, bob...)...))
+	expectStatus(t, w, 404)
+	w = serve(h, req("POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, append([]string{sessionHeader, b}, alice...)...))
+	expectStatus(t, w, 404)
+	w = serve(h, req("POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, append([]string{sessionHeader, b}, bob...)...))
+	expectStatus(t, w, 200)
+}
