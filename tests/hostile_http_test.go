@@ -20,10 +20,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
 // The hostile HTTP suite attacks `kiln serve --http` the way a peer on the
@@ -551,25 +547,29 @@ func TestHostileForgedSessions(t *testing.T) {
 func TestHostileSessionHog(t *testing.T) {
 	k := startKiln(t, "max_sessions: 4", "max_sessions_total: 12")
 	k.settle(t)
-	searchOK := func(s session) bool {
-		r, err := s.Call(t.Context(), "search_tools", map[string]any{"task_description": "add two numbers"})
-		return err == nil && !r.IsError && strings.Contains(r.Text(), "everything.get-sum")
-	}
-
 	// Idle hog on the victim's own address (one local process against
 	// another, no per-process identity): 60 initializes never refused,
 	// and the victim still gets in.
 	refused := 0
-	for range 60 {
-		if _, st := k.initialize(t, "127.0.0.1"); st != 200 {
+	var first string
+	for i := range 60 {
+		sid, st := k.initialize(t, "127.0.0.1")
+		if st != 200 {
 			refused++
+		}
+		if i == 0 {
+			first = sid
 		}
 	}
 	report(t, "one local process opens 60 sessions and leaves them idle", "%d of 60 refused", refused)
-	victim := tryMCPGo(t, k, "127.0.0.1")
-	report(t, "another local client after that", "%s", victim.outcome)
-	if victim.s == nil || !searchOK(victim.s) {
-		t.Errorf("a local client after the idle hog: %s", victim.outcome)
+	outcome, ok := tryClient(t, k, "127.0.0.1")
+	report(t, "another local client after that", "%s", outcome)
+	if !ok {
+		t.Errorf("a local client after the idle hog: %s", outcome)
+	}
+	// The hog's oldest sessions made room: they are gone, not just uncounted.
+	if st, _ := k.onSession(t, "127.0.0.1", "POST", first, request("4", "tools/list", "")); st != 404 {
+		t.Errorf("the hog's first session after 60 more: %d, want 404", st)
 	}
 
 	// Busy hog on another address: every session it may hold has a GET
@@ -604,46 +604,27 @@ func TestHostileSessionHog(t *testing.T) {
 	if sseRefused != 10 || st != 429 {
 		t.Errorf("a client at its cap with busy sessions: %d/10 streams refused, initialize %d; want all refused and 429", sseRefused, st)
 	}
-	other := tryMCPGo(t, k, "127.0.0.4")
-	report(t, "another client while the hog holds its streams", "%s", other.outcome)
-	if other.s == nil || !searchOK(other.s) {
-		t.Errorf("another client during the busy hog: %s", other.outcome)
+	outcome, ok = tryClient(t, k, "127.0.0.4")
+	report(t, "another client while the hog holds its streams", "%s", outcome)
+	if !ok {
+		t.Errorf("another client during the busy hog: %s", outcome)
 	}
 	for _, c := range streams {
 		c.Close()
 	}
 }
 
-type tried struct {
-	s       session
-	outcome string
-}
-
-// tryMCPGo initializes an mcp-go client and calls search_tools, reporting
-// what happened instead of failing, so the baseline run can log it.
-func tryMCPGo(t *testing.T, k *kilnProc, src string) tried {
+// tryClient opens a session from src and calls search_tools on it, the
+// way any stateful (pre-2026-07-28) client does, and says what happened.
+func tryClient(t *testing.T, k *kilnProc, src string) (string, bool) {
 	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}).DialContext}}
-	c, err := mcpclient.NewStreamableHttpClient("http://"+k.addr+"/mcp", transport.WithHTTPBasicClient(hc),
-		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + hostileToken}))
-	if err != nil {
-		t.Fatal(err)
+	sid, st := k.initialize(t, src)
+	if st != 200 {
+		return fmt.Sprintf("initialize refused with %d", st), false
 	}
-	if err := c.Start(t.Context()); err != nil {
-		return tried{outcome: "start: " + err.Error()}
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := c.Initialize(t.Context(), mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{
-		ClientInfo: mcpgo.Implementation{Name: "kiln-e2e", Version: "1"},
-	}}); err != nil {
-		return tried{outcome: "initialize: " + err.Error()}
-	}
-	s := &mcpgoSession{c}
-	r, err := s.Call(t.Context(), "search_tools", map[string]any{"task_description": "add two numbers"})
-	if err != nil {
-		return tried{outcome: "call: " + err.Error()}
-	}
-	return tried{s: s, outcome: fmt.Sprintf("initialized and called search_tools (isError %v)", r.IsError)}
+	st, b := k.onSession(t, src, "POST", sid, request("3", "tools/call", `{"name":"search_tools","arguments":{"task_description":"add two numbers"}}`))
+	ok := st == 200 && strings.Contains(b, "everything.get-sum")
+	return fmt.Sprintf("initialize 200, search_tools on the session %d (found get-sum: %v)", st, ok), ok
 }
 
 // TestHostileIdleSessions: a session nobody uses is closed after
