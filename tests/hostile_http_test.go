@@ -362,6 +362,12 @@ func TestHostileStalledBodies(t *testing.T) {
 		{"no token, stalled body on /message", func(t *testing.T, c *rawConn) {
 			c.send(t, "POST", "/message?sessionId=x", "{", jsonHdr, "Content-Length: 200000")
 		}, 401},
+		{"no token, metadata document, then the connection left idle", func(t *testing.T, c *rawConn) {
+			c.send(t, "GET", "/.well-known/oauth-protected-resource", "")
+		}, 200},
+		{"no token, CORS preflight, then the connection left idle", func(t *testing.T, c *rawConn) {
+			c.send(t, "OPTIONS", "/mcp", "", "Origin: http://localhost:3000", "Access-Control-Request-Method: POST")
+		}, 204},
 		{"headers never finished", func(t *testing.T, c *rawConn) {
 			_, _ = io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl")
 		}, 0},

@@ -171,6 +171,12 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 		plain(w, http.StatusMisdirectedRequest, "host not allowed: add it to gateway.http.allowed_hosts")
 		return
 	}
+	// The answers that need no token (preflights, the metadata document)
+	// end their connection when tokens are required, so no connection
+	// stays open without authenticating.
+	if g.auth && ((r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "") || strings.HasPrefix(r.URL.Path, metadataPath)) {
+		hangUp(w, r)
+	}
 	if origin := r.Header.Values("Origin"); len(origin) > 0 {
 		if len(origin) > 1 || !g.originAllowed(origin[0]) {
 			g.log.Debug("http request refused", "reason", "origin not allowed", "origin", origin, "remote", r.RemoteAddr)

@@ -68,7 +68,8 @@ const stalled = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: applicat
 // TestStalledBodies checks a body that never arrives holds nothing: a
 // peer without a valid token is answered 401 and cut off at once without
 // a byte of the body being read, and an authenticated peer gets 408 once
-// read_timeout passes.
+// read_timeout passes. Nor does a connection stay open after the answers
+// that need no token.
 func TestStalledBodies(t *testing.T) {
 	g := newGuard(t, config.HTTP{AuthToken: goodTok, ReadTimeout: 300 * time.Millisecond}, Options{})
 	mcp := newFakeMCP()
@@ -83,10 +84,14 @@ func TestStalledBodies(t *testing.T) {
 		{"rebinding host", "Host: evil.example\r\n", 421},
 		{"foreign origin", "Origin: https://evil.example\r\n", 403},
 		{"valid token", "Authorization: Bearer " + goodTok + "\r\n", 408},
+		{"metadata document", "GET", 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dialFrom(t, "127.0.0.1", addr)
 			msg := strings.Replace(stalled, "%s", tc.hdr, 1)
+			if tc.hdr == "GET" {
+				msg = "GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+			}
 			if strings.HasPrefix(tc.hdr, "Host:") {
 				msg = strings.Replace(msg, "Host: 127.0.0.1\r\n", "", 1)
 			}
