@@ -534,6 +534,44 @@ func TestHostileForgedSessions(t *testing.T) {
 	if after > base {
 		t.Errorf("kiln holds %d descriptors, %d before", after, base)
 	}
+	// GET streams on one real session: each replaces the one before, so a
+	// session never holds more than one.
+	type stream struct {
+		c    *rawConn
+		body io.ReadCloser
+	}
+	var streams []stream
+	for range 50 {
+		c := k.dial(t, "127.0.0.1")
+		c.send(t, "GET", "/mcp", "", authHdr(), "Accept: text/event-stream", "Mcp-Protocol-Version: 2025-06-18", "Mcp-Session-Id: "+legit)
+		resp, _, err := c.response(30 * time.Second)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET stream on the real session: %v %v", resp, err)
+		}
+		streams = append(streams, stream{c, resp.Body})
+	}
+	// ended reports whether kiln ended the stream (or its connection)
+	// within d.
+	ended := func(s stream, d time.Duration) bool {
+		_ = s.c.SetReadDeadline(time.Now().Add(d))
+		_, err := io.Copy(io.Discard, s.body)
+		var ne net.Error
+		return !(errors.As(err, &ne) && ne.Timeout())
+	}
+	replaced := 0
+	for _, s := range streams[:len(streams)-1] {
+		if ended(s, 10*time.Second) {
+			replaced++
+		}
+	}
+	lastOpen := !ended(streams[len(streams)-1], 200*time.Millisecond)
+	report(t, "50 GET streams on one real session", "%d of the first 49 ended by kiln within 10s, the newest open: %v", replaced, lastOpen)
+	if replaced != 49 || !lastOpen {
+		t.Errorf("GET streams on one session: %d/49 replaced, newest open %v", replaced, lastOpen)
+	}
+	for _, s := range streams {
+		s.c.Close()
+	}
 	// The legitimate session is untouched.
 	if st, b := k.onSession(t, "127.0.0.1", "POST", legit, call); st != 200 || !strings.Contains(b, "everything.echo") {
 		t.Errorf("the real session after the attack: %d %.200s", st, b)

@@ -135,12 +135,24 @@ func (g *Guard) serveInitialize(w http.ResponseWriter, r *http.Request, h http.H
 func (g *Guard) serveOnSession(w http.ResponseWriter, r *http.Request, h http.Handler, identity, sid string) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	end, why, ok := g.sessions.begin(identity, sid, r.Method == http.MethodGet, cancel)
+	end, replaced, why, ok := g.sessions.begin(identity, sid, r.Method == http.MethodGet, cancel)
 	if !ok {
 		g.log.Debug("http request refused", "reason", "unknown session", "session", sid, "identity", identity)
+		shown := sid
+		if len(shown) > 80 {
+			shown = shown[:80] + "…"
+		}
 		jsonRPCError(w, http.StatusNotFound, -32001, fmt.Sprintf(
-			"session %s is not open: %s; send initialize without an Mcp-Session-Id header to start a new session", strconv.Quote(sid), why))
+			"session %s is not open: %s; send initialize without an Mcp-Session-Id header to start a new session", strconv.Quote(shown), why))
 		return
+	}
+	if replaced != nil {
+		select {
+		case <-replaced:
+		case <-ctx.Done():
+			end()
+			return
+		}
 	}
 	rec := &recorder{ResponseWriter: w}
 	h.ServeHTTP(rec, r.WithContext(ctx))

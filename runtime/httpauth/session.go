@@ -51,6 +51,8 @@ type session struct {
 	// session cannot go idle while it is not empty.
 	open   map[uint64]context.CancelFunc
 	listen uint64 // key in open of the session's GET stream, 0 for none
+	// listenDone is closed when that stream's request has returned.
+	listenDone chan struct{}
 }
 
 // victim is a session removed from the registry that the server must
@@ -131,27 +133,32 @@ func (s *sessions) openStream(identity string, cancel context.CancelFunc) (close
 
 // begin marks a request open on session id for identity. A listen
 // request (a GET stream) replaces the session's previous one, which is
-// cancelled, so a session has at most one. ok is false, with the reason
-// for the client, when the id is not identity's open session.
-func (s *sessions) begin(identity, id string, listen bool, cancel context.CancelFunc) (end func(), reason string, ok bool) {
+// cancelled, so a session has at most one; the caller waits on replaced
+// before serving, because the SDK drops a session's stream state when the
+// stream that opened it returns. ok is false, with the reason for the
+// client, when the id is not identity's open session.
+func (s *sessions) begin(identity, id string, listen bool, cancel context.CancelFunc) (end func(), replaced <-chan struct{}, reason string, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.byID[id]
 	if e == nil || e.stream || e.owner != identity {
 		if why := s.ended[id]; why != "" && (e == nil || e.owner == identity) {
-			return nil, why, false
+			return nil, nil, why, false
 		}
-		return nil, "kiln never issued it to this client (or has restarted since)", false
+		return nil, nil, "kiln never issued it to this client (or has restarted since)", false
 	}
 	s.seq++
 	key := s.seq
-	if listen && e.listen != 0 {
-		if old := e.open[e.listen]; old != nil {
-			old()
-		}
-	}
+	var done chan struct{}
 	if listen {
-		e.listen = key
+		if e.listen != 0 {
+			if old := e.open[e.listen]; old != nil {
+				old()
+			}
+			replaced = e.listenDone
+		}
+		done = make(chan struct{})
+		e.listen, e.listenDone = key, done
 	}
 	e.open[key] = cancel
 	e.last = s.now()
@@ -160,10 +167,13 @@ func (s *sessions) begin(identity, id string, listen bool, cancel context.Cancel
 		defer s.mu.Unlock()
 		delete(e.open, key)
 		if e.listen == key {
-			e.listen = 0
+			e.listen, e.listenDone = 0, nil
+		}
+		if done != nil {
+			close(done)
 		}
 		e.last = s.now()
-	}, "", true
+	}, replaced, "", true
 }
 
 // remove forgets session id, remembering why when why is not empty.

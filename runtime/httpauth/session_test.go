@@ -169,7 +169,7 @@ func TestSessionCapEvictsIdle(t *testing.T) {
 // hold opens a request on sid and keeps it open until release is called.
 func (rig *sessionRig) hold(from, sid string) (release func()) {
 	rig.t.Helper()
-	end, why, ok := rig.g.sessions.begin("addr "+from, sid, false, func() {})
+	end, _, why, ok := rig.g.sessions.begin("addr "+from, sid, false, func() {})
 	if !ok {
 		rig.t.Fatalf("hold %s: %s", sid, why)
 	}
@@ -228,17 +228,24 @@ func TestStreams(t *testing.T) {
 	rig2 := newSessionRig(t, config.HTTP{})
 	sid := rig2.initialize(c)
 	first := make(chan context.Context, 1)
-	_, _, ok := rig2.g.sessions.begin("addr "+c, sid, true, func() { first <- nil })
-	if !ok {
-		t.Fatal("begin")
+	end1, replaced, _, ok := rig2.g.sessions.begin("addr "+c, sid, true, func() { first <- nil })
+	if !ok || replaced != nil {
+		t.Fatalf("begin: ok %v, replaced %v", ok, replaced)
 	}
-	end, _, _ := rig2.g.sessions.begin("addr "+c, sid, true, func() {})
-	defer end()
+	end2, replaced, _, _ := rig2.g.sessions.begin("addr "+c, sid, true, func() {})
+	defer end2()
 	select {
 	case <-first:
 	default:
 		t.Error("a second GET stream did not cancel the first")
 	}
+	select {
+	case <-replaced:
+		t.Fatal("replaced is done before the first stream returned")
+	default:
+	}
+	end1()
+	<-replaced // closed by the first stream's end
 }
 
 // TestSessionsPerSubject checks that with JWTs the cap and the ownership
