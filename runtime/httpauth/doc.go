@@ -28,8 +28,9 @@
 //     before refusing with 429, and closed after session_idle.
 //
 // Every refusal before authentication succeeds closes the connection
-// without reading the rest of the body, so a peer without a token holds
-// nothing for longer than it takes to send its headers (ReadHeaderTimeout).
+// without reading the rest of the body, and so do the answers that need no
+// token when one is required, so a peer without a token holds nothing for
+// longer than it takes to send its headers (ReadHeaderTimeout).
 // Listener caps connections in total and per client IP before any of this.
 //
 // Identity: a JWT's subject; otherwise (the shared static token, or no
