@@ -75,7 +75,7 @@ func checkEnvelope(msg []byte) *envelopeError {
 		}
 		return e
 	}
-	if trimmed[0] == '[' {
+	if trimmed[0] == '[' && json.Valid(trimmed) {
 		return &envelopeError{code: codeInvalidRequest, msg: "invalid request: JSON-RPC batches are not supported (protocol 2025-06-18 and later removed them); send one request per message"}
 	}
 	if !decoded {

@@ -611,6 +611,7 @@ func TestStdioProtocolEdges(t *testing.T) {
 		{"method of the wrong type", `{"jsonrpc":"2.0","id":1,"method":5}`, []string{"1 error -32600"}},
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, []string{"null error -32600"}},
 		{"empty batch", `[]`, []string{"null error -32600"}},
+		{"broken JSON in brackets is a parse error, not a batch", `[{"jsonrpc":"2.0",":"ping"}]`, []string{"null error -32700"}},
 		// Nesting past the limit: -32600 with the id when the message
 		// decodes, else -32700 (Go's decoder stops at 10,000 levels).
 		{"deep nesting", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), []string{"null error -32700"}},
