@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 )
 
@@ -53,6 +54,96 @@ func (e *envelopeError) response() []byte {
 // checkEnvelope refuses what the SDK mishandles and passes everything else
 // (including text that is not JSON, which the SDK reports) untouched.
 func checkEnvelope(msg []byte) *envelopeError {
+	if plainRequest(msg) {
+		return nil
+	}
+	return envelopeProblem(msg)
+}
+
+// plainRequest is checkEnvelope's fast path: one pass over msg that
+// reports true only for an object nested at most maxNesting deep whose
+// jsonrpc, id and method members are absent or of the right type, which
+// is every message a working client sends. Anything else, or anything it
+// is unsure of, goes to envelopeProblem, which decodes (two passes of the
+// standard decoder cost about ten times as much on large arguments).
+func plainRequest(b []byte) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	depth, deepest := 0, 0
+	for ; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '{', '[':
+			if depth++; depth > deepest {
+				deepest = depth
+			}
+		case '}', ']':
+			depth--
+		case '"':
+			start := i
+			end, escaped := skipString(b, i)
+			if end < 0 {
+				return false
+			}
+			i = end
+			if depth != 1 {
+				continue
+			}
+			// A member name of the top object: look at its value.
+			j := skipSpace(b, i+1)
+			if j >= len(b) || b[j] != ':' {
+				continue // a string value, not a name
+			}
+			if escaped {
+				return false // the decoder unescapes names; leave it to it
+			}
+			name := string(b[start+1 : i])
+			j = skipSpace(b, j+1)
+			if j >= len(b) {
+				return false
+			}
+			v := b[j]
+			switch {
+			case strings.EqualFold(name, "id"):
+				if v != '"' && v != '-' && (v < '0' || v > '9') {
+					return false
+				}
+			case strings.EqualFold(name, "jsonrpc"), strings.EqualFold(name, "method"):
+				if v != '"' {
+					return false
+				}
+			}
+		}
+	}
+	return depth == 0 && deepest <= maxNesting
+}
+
+// skipString returns the index of the quote closing the string that
+// opens at b[i], and whether it holds escapes; -1 when it does not close.
+func skipString(b []byte, i int) (int, bool) {
+	escaped := false
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j, escaped
+		}
+	}
+	return -1, escaped
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// envelopeProblem is checkEnvelope's slow path.
+func envelopeProblem(msg []byte) *envelopeError {
 	trimmed := bytes.TrimSpace(msg)
 	if len(trimmed) == 0 {
 		return nil

@@ -71,3 +71,49 @@ func TestEnvelopeOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCheckEnvelope measures what the envelope check adds to every
+// message on stdio and HTTP.
+func BenchmarkCheckEnvelope(b *testing.B) {
+	for _, tc := range []struct{ name, msg string }{
+		{"tools/call", `{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"call_tool_chain","arguments":{"code":"{\"tool\":\"everything.echo\",\"arguments\":{\"message\":\"hi\"}}"}}}`},
+		{"64KiB arguments", `{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"call_tool_chain","arguments":{"code":"` + strings.Repeat("x", 64<<10) + `"}}}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			msg := []byte(tc.msg)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				if checkEnvelope(msg) != nil {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
+
+// FuzzEnvelopeFastPath checks the one-pass fast path never lets through a
+// message the decoding check would refuse.
+func FuzzEnvelopeFastPath(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`,
+		`{"ID":true,"method":"x"}`,
+		`{"i\u0064":{},"method":"x"}`,
+		`{"params":{"id":{}},"id":"a"}`,
+		`{"a":"\"id\":{}","id":2}`,
+		`[{"jsonrpc":"2.0","id":1}]`,
+		`{"jsonrpc":2}`,
+		` {"method" : 5 }`,
+		strings.Repeat(`{"a":`, 600) + "1" + strings.Repeat("}", 600),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if plainRequest(b) {
+			if e := envelopeProblem(b); e != nil {
+				t.Errorf("fast path passed %q, which the decoding check refuses: %s", b, e.msg)
+			}
+		}
+	})
+}
