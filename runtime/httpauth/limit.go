@@ -137,11 +137,11 @@ func (g *Guard) serveOnSession(w http.ResponseWriter, r *http.Request, h http.Ha
 	defer cancel()
 	end, replaced, why, ok := g.sessions.begin(identity, sid, r.Method == http.MethodGet, cancel)
 	if !ok {
-		g.log.Debug("http request refused", "reason", "unknown session", "session", sid, "identity", identity)
 		shown := sid
 		if len(shown) > 80 {
 			shown = shown[:80] + "…"
 		}
+		g.log.Debug("http request refused", "reason", "unknown session", "session", shown, "identity", identity)
 		jsonRPCError(w, http.StatusNotFound, -32001, fmt.Sprintf(
 			"session %s is not open: %s; send initialize without an Mcp-Session-Id header to start a new session", strconv.Quote(shown), why))
 		return
