@@ -229,6 +229,18 @@ func TestProtocolErrorsOverStdio(t *testing.T) {
 		{name: "unknown tool", id: "9", want: "error -32602", line: request("9", "tools/call", `{"name":"nope","arguments":{}}`)},
 		{name: "10 MB request", id: `"big"`, want: "result", line: request(`"big"`, "ping", `{"_meta":{"pad":"`+pad+`"}}`)},
 		{name: "10 MB of garbage", id: "null", want: "error -32700", line: pad},
+		// kiln refuses, before mcp-go sees them, what mcp-go would call
+		// "not valid json" or serve as if nothing were wrong.
+		{name: "batch", id: "null", want: "error -32600", wantText: []string{"batches are not supported"},
+			line: "[" + request("10", "ping", "") + "]"},
+		{name: "100k-deep arrays", id: "null", want: "error -32700", wantText: []string{"nesting too deep (limit 512 levels)"},
+			line: strings.Repeat("[", 100000) + strings.Repeat("]", 100000)},
+		{name: "deep params", id: "11", want: "error -32600", wantText: []string{"nesting too deep"},
+			line: request("11", "ping", strings.Repeat(`{"a":`, 600)+"1"+strings.Repeat("}", 600))},
+		{name: "object id", id: "null", want: "error -32600", wantText: []string{"id must be a string or a number, got an object"},
+			line: `{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`},
+		{name: "boolean id", id: "null", want: "error -32600", wantText: []string{"got a boolean"},
+			line: `{"jsonrpc":"2.0","id":true,"method":"tools/list"}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,9 +249,13 @@ func TestProtocolErrorsOverStdio(t *testing.T) {
 			if got := r.outcome(); got != tc.want {
 				t.Errorf("outcome %s, want %s: %+v %.300s", got, tc.want, r.Error, r.Result)
 			}
+			text := r.text()
+			if r.Error != nil {
+				text = r.Error.Message
+			}
 			for _, w := range tc.wantText {
-				if !strings.Contains(r.text(), w) {
-					t.Errorf("tool result lacks %q: %s", w, r.text())
+				if !strings.Contains(text, w) {
+					t.Errorf("reply lacks %q: %s", w, text)
 				}
 			}
 			if tc.initializes {
@@ -368,6 +384,19 @@ func TestProtocolErrorsOverHTTP(t *testing.T) {
 		// kiln reads it, with a JSON-RPC error a client can show.
 		{"body over max_body", request("7", "ping", `{"_meta":{"pad":"`+strings.Repeat("a", maxBody)+`"}}`),
 			http.StatusRequestEntityTooLarge, "error -32600", []string{"gateway.http.max_body"}},
+		{"batch", "[" + request("8", "ping", "") + "]", http.StatusBadRequest, "error -32600",
+			[]string{"batches are not supported (protocol 2025-06-18 and later removed them); send one request per message"}},
+		// Valid JSON nested too deep is an invalid request; past the
+		// 10,000 levels Go's decoder reads it is a parse error.
+		{"10k-deep arrays", strings.Repeat("[", 10000) + strings.Repeat("]", 10000), http.StatusBadRequest, "error -32600",
+			[]string{"nesting too deep (limit 512 levels)"}},
+		{"20k-deep arrays", strings.Repeat("[", 20000) + strings.Repeat("]", 20000), http.StatusBadRequest, "error -32700",
+			[]string{"nesting too deep (limit 512 levels)"}},
+		{"deep params", request("9", "ping", strings.Repeat("[", 600)+strings.Repeat("]", 600)), http.StatusBadRequest, "error -32600",
+			[]string{"nesting too deep"}},
+		{"object id", `{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}`, http.StatusBadRequest, "error -32600",
+			[]string{"id must be a string or a number, got an object"}},
+		{"array id", `{"jsonrpc":"2.0","id":[1],"method":"ping"}`, http.StatusBadRequest, "error -32600", []string{"got an array"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -103,8 +103,20 @@ type HTTP struct {
 	AllowedOrigins, AllowedHosts []string
 	// MaxBody caps a request body in bytes (default 4 MiB).
 	MaxBody int64
-	// MaxSessions caps open sessions per client address (default 32).
+	// MaxSessions caps open sessions per client identity (default 32).
 	MaxSessions int
+	// MaxSessionsTotal caps open sessions across all clients (default
+	// 512); at least MaxSessions.
+	MaxSessionsTotal int
+	// SessionIdle is how long a session with no request open stays alive
+	// (default 5m).
+	SessionIdle time.Duration
+	// MaxConnections caps open TCP connections in total (default 1024);
+	// MaxConnectionsPerClient per client IP (default 128).
+	MaxConnections, MaxConnectionsPerClient int
+	// ReadTimeout bounds reading a request's headers and body (default
+	// 30s); streams stay open once the request is read.
+	ReadTimeout time.Duration
 }
 
 // Semantic configures the embedding model (YAML gateway.semantic).

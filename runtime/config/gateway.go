@@ -71,6 +71,19 @@ func (b *builder) http(def HTTP) HTTP {
 		}
 	}
 	h.MaxSessions = b.positive(get("max_sessions"), def.MaxSessions, def.MaxSessions)
+	tv := get("max_sessions_total")
+	h.MaxSessionsTotal = b.positive(tv, max(def.MaxSessionsTotal, h.MaxSessions), def.MaxSessionsTotal)
+	if h.MaxSessionsTotal < h.MaxSessions && tv.ok && !tv.bad {
+		b.p.addValue(tv, "%s is below gateway.http.max_sessions (%d); the total must hold at least one client's sessions", strconv.Quote(tv.raw), h.MaxSessions)
+	}
+	h.SessionIdle = b.duration(get("session_idle"), def.SessionIdle)
+	h.MaxConnections = b.positive(get("max_connections"), def.MaxConnections, def.MaxConnections)
+	cv := get("max_connections_per_client")
+	h.MaxConnectionsPerClient = b.positive(cv, min(def.MaxConnectionsPerClient, h.MaxConnections), def.MaxConnectionsPerClient)
+	if h.MaxConnectionsPerClient > h.MaxConnections && cv.ok && !cv.bad {
+		b.p.addValue(cv, "%s is above gateway.http.max_connections (%d); one client cannot have more than all of them", strconv.Quote(cv.raw), h.MaxConnections)
+	}
+	h.ReadTimeout = b.duration(get("read_timeout"), def.ReadTimeout)
 	for _, v := range b.list("gateway.http.allowed_origins") {
 		if b.nonEmpty(v, "give an origin such as https://app.example.com") {
 			h.AllowedOrigins = append(h.AllowedOrigins, strings.TrimSpace(v.s))

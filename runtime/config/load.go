@@ -34,7 +34,7 @@ func DefaultGateway() Gateway {
 		Expose:         ExposeMeta,
 		Health:         Health{Interval: 30 * time.Second, Timeout: 5 * time.Second, Failures: 3},
 		Registration:   Registration{MaxBackends: 10},
-		HTTP:           HTTP{MaxBody: 4 << 20, MaxSessions: 32},
+		HTTP:           HTTP{MaxBody: 4 << 20, MaxSessions: 32, MaxSessionsTotal: 512, SessionIdle: 5 * time.Minute, MaxConnections: 1024, MaxConnectionsPerClient: 128, ReadTimeout: 30 * time.Second},
 		Semantic:       Semantic{Threads: 1},
 		Output: Output{
 			IntentFilter:    true,

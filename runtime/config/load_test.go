@@ -53,7 +53,8 @@ func TestLoadFull(t *testing.T) {
 			HTTP: HTTP{
 				AuthToken: "t0k", JWTIssuer: "https://issuer.example.test", JWKSURL: "https://issuer.example.test/jwks.json",
 				Audience: "kiln", AllowedOrigins: []string{"https://app.example.test"}, AllowedHosts: []string{"kiln.internal:8080"},
-				MaxBody: 1 << 20, MaxSessions: 8,
+				MaxBody: 1 << 20, MaxSessions: 8, MaxSessionsTotal: 40, SessionIdle: 2 * time.Minute,
+				MaxConnections: 300, MaxConnectionsPerClient: 30, ReadTimeout: 15 * time.Second,
 			},
 			Semantic: Semantic{
 				Model:   filepath.Join(dir, "models/all-MiniLM-L6-v2.Q8_0.gguf"),

@@ -54,6 +54,12 @@ gateway:
 			`kiln.yaml:4: gateway.registration.allow_commands: is a single value; want a list such as ["npx"]`}},
 		{"jwt issuer without jwks", "version: 1\ngateway:\n  http:\n    jwt_issuer: https://a.test\n", nil, []string{
 			`kiln.yaml: gateway.http: jwt_issuer and jwks_url go together; set both to validate JWTs, or neither`}},
+		{"session total below per-client", "version: 1\ngateway:\n  http:\n    max_sessions: 10\n    max_sessions_total: 5\n", nil, []string{
+			`kiln.yaml:5: gateway.http.max_sessions_total: "5" is below gateway.http.max_sessions (10); the total must hold at least one client's sessions`}},
+		{"per-client connections above total", "version: 1\ngateway:\n  http:\n    max_connections: 10\n    max_connections_per_client: 20\n", nil, []string{
+			`kiln.yaml:5: gateway.http.max_connections_per_client: "20" is above gateway.http.max_connections (10); one client cannot have more than all of them`}},
+		{"session idle without unit", "version: 1\ngateway:\n  http:\n    session_idle: 300\n", nil, []string{
+			`kiln.yaml:4: gateway.http.session_idle: "300" has no unit; write 300s (or ms, m, h)`}},
 		{"bad model digest", "version: 1\ngateway:\n  semantic:\n    sha256: abc\n", nil, []string{
 			`kiln.yaml:4: gateway.semantic.sha256: "abc" is not a sha256 digest (64 hex digits); run sha256sum on the model file`}},
 		{"unknown exposure mode", "version: 1\ngateway:\n  expose: drect\n", nil, []string{

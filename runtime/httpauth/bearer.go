@@ -54,8 +54,9 @@ func isToken68(s string) bool {
 
 // authenticate checks r's bearer token, writing the 401 itself on failure.
 // On success it removes the Authorization header so the token never reaches
-// handlers, logs or backends (MCP forbids token passthrough).
-func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request) bool {
+// handlers, logs or backends (MCP forbids token passthrough), and returns
+// the JWT's subject, or "" for the static token.
+func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request) (sub string, ok bool) {
 	token, present, ok := parseBearer(r.Header.Values("Authorization"))
 	reason := "no bearer token"
 	switch {
@@ -64,7 +65,7 @@ func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request) bool {
 	case ok:
 		if g.tokenMatches(token) {
 			r.Header.Del("Authorization")
-			return true
+			return "", true
 		}
 		reason = "token does not match gateway.http.auth_token"
 		if g.tokenHash == nil {
@@ -75,14 +76,14 @@ func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request) bool {
 			if err == nil {
 				g.log.Debug("http request authenticated", "sub", sub, "remote", r.RemoteAddr)
 				r.Header.Del("Authorization")
-				return true
+				return sub, true
 			}
 			reason = "jwt: " + err.Error()
 		}
 	}
 	g.log.Debug("http request unauthorized", "reason", reason, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 	g.unauthorized(w, r, present)
-	return false
+	return "", false
 }
 
 // tokenMatches compares digests so neither the content nor the length of
@@ -113,5 +114,8 @@ func (g *Guard) unauthorized(w http.ResponseWriter, r *http.Request, sent bool) 
 		v += `, error="invalid_token"`
 	}
 	w.Header().Set("WWW-Authenticate", v)
+	// A peer that cannot authenticate keeps nothing open: not the
+	// connection, not the body it may still be sending.
+	hangUp(w, r)
 	plain(w, http.StatusUnauthorized, "unauthorized")
 }

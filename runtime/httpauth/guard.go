@@ -26,9 +26,12 @@ const (
 	DefaultMaxBody = 4 << 20
 	// DefaultMaxSessions matches the config default.
 	DefaultMaxSessions = 32
-	// DefaultSessionIdle is how long a session with no requests stays
-	// counted against its client; see Options.SessionIdle.
-	DefaultSessionIdle = 30 * time.Minute
+	// DefaultMaxSessionsTotal matches the config default.
+	DefaultMaxSessionsTotal = 512
+	// DefaultSessionIdle matches the config default.
+	DefaultSessionIdle = 5 * time.Minute
+	// DefaultReadTimeout matches the config default.
+	DefaultReadTimeout = 30 * time.Second
 )
 
 // ssePath is where the legacy SSE transport opens its sessions
@@ -52,22 +55,20 @@ type Options struct {
 	Logger *slog.Logger
 	// Client fetches the JWKS; nil means a client with a 10s timeout.
 	Client *http.Client
-	// Now is the clock for JWT times, JWKS refresh and session expiry;
-	// nil means time.Now.
+	// Now is the clock for JWT times, JWKS refresh, session expiry and
+	// body deadlines; nil means time.Now.
 	Now func() time.Time
-	// SessionIdle is how long a session that sees no request stays counted
-	// against its client's max_sessions (default 30m). A session is always
-	// counted while a request on it (such as a GET stream) is open, and
-	// released at once by DELETE or by the server answering 404 for it.
-	SessionIdle time.Duration
 }
 
 // Guard is the front-door middleware built by New.
 type Guard struct {
-	log     *slog.Logger
-	now     func() time.Time
-	base    string
-	maxBody int64
+	log         *slog.Logger
+	now         func() time.Time
+	base        string
+	maxBody     int64
+	readTimeout time.Duration
+
+	maxConns, maxConnsPerClient int
 
 	// Host check.
 	boundIP  netip.Addr // invalid when bound to a name
@@ -82,6 +83,9 @@ type Guard struct {
 	jwt       *jwtVerifier
 
 	sessions *sessions
+	// inner is the handler Wrap guards, which the guard's own DELETEs of
+	// evicted sessions go to.
+	inner http.Handler
 }
 
 // New builds the Guard for one listener. It fails with ErrAuthRequired when
@@ -92,10 +96,12 @@ func New(cfg config.HTTP, opts Options) (*Guard, error) {
 		return nil, fmt.Errorf("httpauth: listen address %q: want host:port such as 127.0.0.1:8080: %w", opts.Addr, err)
 	}
 	g := &Guard{
-		log:     cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
-		now:     opts.Now,
-		maxBody: cmp.Or(cfg.MaxBody, DefaultMaxBody),
+		log:         cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
+		now:         opts.Now,
+		maxBody:     cmp.Or(cfg.MaxBody, DefaultMaxBody),
+		readTimeout: cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
 	}
+	g.maxConns, g.maxConnsPerClient = connCaps(cfg.MaxConnections, cfg.MaxConnectionsPerClient)
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -140,11 +146,8 @@ func New(cfg config.HTTP, opts Options) (*Guard, error) {
 	if !g.auth && !g.loopback {
 		return nil, fmt.Errorf("the address is not loopback: %w; set auth_token: ${KILN_HTTP_TOKEN} under gateway.http in kiln.yaml and export KILN_HTTP_TOKEN (or configure jwt_issuer and jwks_url), or bind 127.0.0.1", ErrAuthRequired)
 	}
-	g.sessions = &sessions{
-		max:  cmp.Or(cfg.MaxSessions, DefaultMaxSessions),
-		idle: cmp.Or(opts.SessionIdle, DefaultSessionIdle),
-		now:  g.now,
-	}
+	g.sessions = newSessions(cmp.Or(cfg.MaxSessions, DefaultMaxSessions), cmp.Or(cfg.MaxSessionsTotal, DefaultMaxSessionsTotal),
+		cmp.Or(cfg.SessionIdle, DefaultSessionIdle), g.now)
 	return g, nil
 }
 
@@ -153,7 +156,9 @@ func (g *Guard) AuthRequired() bool { return g.auth }
 
 // Wrap returns h behind the guard's checks. Wrap the whole mux (/mcp, /sse,
 // /message) so the metadata document and unknown paths are covered too.
+// Call it once: the guard terminates evicted sessions through h.
 func (g *Guard) Wrap(h http.Handler) http.Handler {
+	g.inner = h
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.serve(w, r, h)
 	})
@@ -162,12 +167,20 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 func (g *Guard) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	if !g.hostAllowed(r) {
 		g.log.Debug("http request refused", "reason", "host not allowed", "host", r.Host, "remote", r.RemoteAddr)
+		hangUp(w, r)
 		plain(w, http.StatusMisdirectedRequest, "host not allowed: add it to gateway.http.allowed_hosts")
 		return
+	}
+	// The answers that need no token (preflights, the metadata document)
+	// end their connection when tokens are required, so no connection
+	// stays open without authenticating.
+	if g.auth && ((r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "") || strings.HasPrefix(r.URL.Path, metadataPath)) {
+		hangUp(w, r)
 	}
 	if origin := r.Header.Values("Origin"); len(origin) > 0 {
 		if len(origin) > 1 || !g.originAllowed(origin[0]) {
 			g.log.Debug("http request refused", "reason", "origin not allowed", "origin", origin, "remote", r.RemoteAddr)
+			hangUp(w, r)
 			plain(w, http.StatusForbidden, "origin not allowed")
 			return
 		}
@@ -178,10 +191,17 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	if serveMetadata(w, r, g.resource(r), g.issuer()) {
 		return
 	}
-	if g.auth && !g.authenticate(w, r) {
-		return
+	identity := "addr " + clientIP(r)
+	if g.auth {
+		sub, ok := g.authenticate(w, r)
+		if !ok {
+			return
+		}
+		if sub != "" {
+			identity = "sub " + sub
+		}
 	}
-	g.limitAndServe(w, r, h)
+	g.limitAndServe(w, r, h, identity)
 }
 
 // resource is the protected resource's identifier for r.

@@ -2,128 +2,252 @@ package httpauth
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
-	"sync/atomic"
+	"time"
 )
 
-// sessionHeader is the streamable HTTP transport's session header.
-const sessionHeader = "Mcp-Session-Id"
+// Headers of the streamable HTTP transport.
+const (
+	sessionHeader  = "Mcp-Session-Id"
+	protocolHeader = "Mcp-Protocol-Version"
+)
 
-// limitAndServe enforces the body and session limits around h.
-func (g *Guard) limitAndServe(w http.ResponseWriter, r *http.Request, h http.Handler) {
+// mcpPath is the streamable HTTP endpoint (runtime/server registers it).
+const mcpPath = "/mcp"
+
+// limitAndServe enforces the body and session rules around h for an
+// authenticated request from identity.
+func (g *Guard) limitAndServe(w http.ResponseWriter, r *http.Request, h http.Handler, identity string) {
+	var body []byte
+	if r.Method == http.MethodPost {
+		var ok bool
+		if body, ok = g.readBody(w, r); !ok {
+			return
+		}
+	}
+	// The session rules are those of protocol revisions with sessions;
+	// 2026-07-28 and later are stateless, and the SDK ignores the header.
+	if modernProtocol(r.Header.Get(protocolHeader)) {
+		h.ServeHTTP(w, r)
+		return
+	}
+	sid := r.Header.Get(sessionHeader)
+	switch {
+	case r.Method == http.MethodGet && (r.URL.Path == ssePath || (r.URL.Path == mcpPath && sid == "")):
+		// A stream that is its own session.
+		g.serveStream(w, r, h, identity)
+	case r.URL.Path == mcpPath && r.Method == http.MethodPost && isInitialize(body):
+		g.serveInitialize(w, r, h, identity)
+	case r.URL.Path == mcpPath && sid != "":
+		g.serveOnSession(w, r, h, identity, sid)
+	default:
+		h.ServeHTTP(w, r)
+	}
+}
+
+// readBody reads a POST body whole, bounded in size by max_body and in
+// time by read_timeout, so the handler never waits on the network; a
+// failure is answered here and the connection closed.
+func (g *Guard) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	// A declared length over the cap is refused before reading a byte.
 	if r.ContentLength > g.maxBody {
 		g.log.Debug("http request refused", "reason", "body too large", "content_length", r.ContentLength, "remote", r.RemoteAddr)
-		g.tooLarge(w)
-		return
+		g.tooLarge(w, r)
+		return nil, false
 	}
-	var body *limitedBody
-	if r.Body != nil && r.Body != http.NoBody {
-		// MaxBytesReader gets the server's own writer so it can mark the
-		// connection for closing; a chunked body only trips it when read,
-		// which recorder turns into the same 413.
-		body = &limitedBody{ReadCloser: http.MaxBytesReader(w, r.Body, g.maxBody)}
-		r.Body = body
-	}
-
-	client := clientIP(r)
-	sid := r.Header.Get(sessionHeader)
+	rc := http.NewResponseController(w)
+	// Recorders in tests do not support deadlines; a real connection does.
+	_ = rc.SetReadDeadline(g.now().Add(g.readTimeout))
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, g.maxBody+1))
+	var ne net.Error
 	switch {
-	case r.Method == http.MethodGet && r.URL.Path == ssePath:
-		release, ok := g.sessions.openSSE(client)
-		if !ok {
-			g.tooMany(w, client)
-			return
-		}
-		defer release()
-	case r.Method == http.MethodPost && g.sessions.full(client):
-		// Only an initialize opens a session, and reading the body to
-		// tell costs a copy, so look only when the client is at its cap.
-		init, err := peekInitialize(r)
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			g.tooLarge(w)
-			return
-		case err != nil:
-			plain(w, http.StatusBadRequest, "could not read request body")
-			return
-		case init:
-			g.tooMany(w, client)
-			return
-		}
+	case err != nil && errors.As(err, &ne) && ne.Timeout():
+		g.log.Debug("http request refused", "reason", "body read timed out", "read", buf.Len(), "remote", r.RemoteAddr)
+		hangUp(w, r)
+		jsonRPCError(w, http.StatusRequestTimeout, -32600,
+			fmt.Sprintf("the request body did not arrive within %s (gateway.http.read_timeout): send the whole body at once", g.readTimeout))
+		return nil, false
+	case err != nil:
+		hangUp(w, r)
+		jsonRPCError(w, http.StatusBadRequest, -32700, "could not read the request body: "+err.Error())
+		return nil, false
+	case int64(buf.Len()) > g.maxBody:
+		g.tooLarge(w, r)
+		return nil, false
 	}
-	if sid != "" && g.sessions.terminated(sid) {
-		jsonRPCError(w, http.StatusNotFound, -32001, "session "+strconv.Quote(sid)+" was terminated; initialize a new session")
+	// The body is in; what follows (a long tool call, an SSE response)
+	// must not be cut by the read deadline.
+	_ = rc.SetReadDeadline(time.Time{})
+	r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+	r.ContentLength = int64(buf.Len())
+	return buf.Bytes(), true
+}
+
+// serveStream serves a GET stream that is a session by itself.
+func (g *Guard) serveStream(w http.ResponseWriter, r *http.Request, h http.Handler, identity string) {
+	victims, ok := g.sessions.reserve(identity)
+	g.free(victims)
+	if !ok {
+		g.tooMany(w, identity)
 		return
 	}
-	if sid != "" {
-		g.sessions.begin(client, sid)
-		defer g.sessions.end(client, sid)
-	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	closeStream := g.sessions.openStream(identity, cancel)
+	defer closeStream()
+	h.ServeHTTP(w, r.WithContext(ctx))
+}
 
-	rec := &recorder{ResponseWriter: w, g: g, body: body}
-	rec.onHeader = func(code int, hdr http.Header) {
-		if id := hdr.Get(sessionHeader); id != "" && code < 300 {
-			g.sessions.add(client, id)
+// serveInitialize opens a session, learning its id from the response.
+func (g *Guard) serveInitialize(w http.ResponseWriter, r *http.Request, h http.Handler, identity string) {
+	victims, ok := g.sessions.reserve(identity)
+	g.free(victims)
+	if !ok {
+		g.tooMany(w, identity)
+		return
+	}
+	filled := false
+	rec := &recorder{ResponseWriter: w, onHeader: func(code int, hdr http.Header) {
+		if id := hdr.Get(sessionHeader); id != "" && code < 300 && !filled {
+			filled = true
+			g.sessions.fill(identity, id)
+		}
+	}}
+	defer func() {
+		if !filled {
+			g.sessions.drop(identity)
+		}
+	}()
+	h.ServeHTTP(rec, r)
+}
+
+// serveOnSession serves a request naming a session, which must be one
+// this identity opened.
+func (g *Guard) serveOnSession(w http.ResponseWriter, r *http.Request, h http.Handler, identity, sid string) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	end, replaced, why, ok := g.sessions.begin(identity, sid, r.Method == http.MethodGet, cancel)
+	if !ok {
+		shown := sid
+		if len(shown) > 80 {
+			shown = shown[:80] + "…"
+		}
+		g.log.Debug("http request refused", "reason", "unknown session", "session", shown, "identity", identity)
+		jsonRPCError(w, http.StatusNotFound, -32001, fmt.Sprintf(
+			"session %s is not open: %s; send initialize without an Mcp-Session-Id header to start a new session", strconv.Quote(shown), why))
+		return
+	}
+	if replaced != nil {
+		select {
+		case <-replaced:
+		case <-ctx.Done():
+			end()
+			return
 		}
 	}
-	h.ServeHTTP(rec, r)
-	rec.finish()
-	if sid != "" && (r.Method == http.MethodDelete || rec.status == http.StatusNotFound) {
-		g.sessions.remove(client, sid)
-	}
-	if sid != "" && r.Method == http.MethodDelete && rec.status < 300 {
-		g.sessions.terminate(sid)
+	rec := &recorder{ResponseWriter: w}
+	h.ServeHTTP(rec, r.WithContext(ctx))
+	end()
+	switch {
+	case r.Method == http.MethodDelete && rec.status < 300:
+		g.sessions.remove(sid, "the client closed it with DELETE")
+	case rec.status == http.StatusNotFound:
+		g.sessions.remove(sid, "the server no longer knew it")
 	}
 }
 
-// peekInitialize reads r's body, puts it back, and reports whether it is an
-// initialize request, the only one that opens a session.
-func peekInitialize(r *http.Request) (bool, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return false, nil
+// free makes the SDK forget evicted sessions: their open requests are
+// cancelled, and a streamable session is terminated through the handler
+// with the DELETE a client would send, which drops its state.
+func (g *Guard) free(victims []victim) {
+	for _, v := range victims {
+		for _, c := range v.cancels {
+			c()
+		}
+		if v.stream || g.inner == nil {
+			g.log.Debug("http session closed", "session", v.id, "reason", v.why)
+			continue
+		}
+		r, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, mcpPath, nil)
+		if err != nil {
+			continue
+		}
+		r.Host = "localhost"
+		r.Header.Set(sessionHeader, v.id)
+		d := &discard{}
+		g.inner.ServeHTTP(d, r)
+		g.log.Debug("http session closed", "session", v.id, "reason", v.why, "terminated", d.status == http.StatusOK)
 	}
-	buf, err := io.ReadAll(r.Body)
-	if err != nil {
-		return false, err
-	}
-	r.Body = io.NopCloser(bytes.NewReader(buf))
+}
+
+// Sweep evicts sessions idle longer than gateway.http.session_idle and
+// frees them in the SDK. Opening a session sweeps too; call Sweep now and
+// then so idle sessions are freed when nobody opens new ones.
+func (g *Guard) Sweep() { g.free(g.sessions.sweep()) }
+
+// modernProtocol reports whether v names a protocol revision without
+// sessions (2026-07-28 and later; revisions are dates, so they order as
+// strings).
+func modernProtocol(v string) bool {
+	return len(v) == len("2026-07-28") && v >= "2026-07-28"
+}
+
+// isInitialize reports whether body is an initialize request, the only
+// one that opens a session. Anything that does not decode is not; the
+// handler reports the error.
+func isInitialize(body []byte) bool {
 	var msg struct {
 		Method string `json:"method"`
 	}
-	// Anything that does not decode (a batch, garbage) is not an
-	// initialize; the handler reports the error.
-	_ = json.Unmarshal(buf, &msg)
-	return msg.Method == "initialize", nil
+	_ = json.Unmarshal(body, &msg)
+	return msg.Method == "initialize"
 }
 
-// clientIP keys the session count. Behind a reverse proxy every client
-// shares the proxy's address; X-Forwarded-For is not trusted because
-// nothing here knows which proxies are ours.
+// clientIP keys the connection caps and, without JWTs, the session caps.
+// Behind a reverse proxy every client shares the proxy's address;
+// X-Forwarded-For is not trusted because nothing here knows which proxies
+// are ours.
 func clientIP(r *http.Request) string {
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+	return hostOf(r.RemoteAddr)
+}
+
+func hostOf(addr string) string {
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
 		return ap.Addr().Unmap().String()
 	}
-	return r.RemoteAddr
+	return addr
 }
 
-func (g *Guard) tooLarge(w http.ResponseWriter) {
+// hangUp closes the connection after the response without reading what
+// is left of the body: net/http would otherwise wait for up to 256 KiB of
+// it, with no deadline, before even sending the response.
+func hangUp(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
+	if r.Body != nil && r.Body != http.NoBody {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+func (g *Guard) tooLarge(w http.ResponseWriter, r *http.Request) {
+	hangUp(w, r)
 	jsonRPCError(w, http.StatusRequestEntityTooLarge, -32600,
 		fmt.Sprintf("request body is larger than %d bytes: send a smaller request or raise gateway.http.max_body", g.maxBody))
 }
 
-func (g *Guard) tooMany(w http.ResponseWriter, client string) {
-	g.log.Debug("http request refused", "reason", "too many sessions", "client", client, "max", g.sessions.max)
+func (g *Guard) tooMany(w http.ResponseWriter, identity string) {
+	g.log.Debug("http request refused", "reason", "too many sessions", "identity", identity, "max", g.sessions.perIdentity)
 	jsonRPCError(w, http.StatusTooManyRequests, -32000,
-		fmt.Sprintf("too many open sessions from this client (limit %d): close sessions you no longer use (HTTP DELETE /mcp with their Mcp-Session-Id header, or close /sse streams) or raise gateway.http.max_sessions", g.sessions.max))
+		fmt.Sprintf("too many open sessions: this client has %d (limit %d, gateway.http.max_sessions) or kiln has %d (gateway.http.max_sessions_total), all with a request or stream open; close sessions you no longer use (HTTP DELETE /mcp with their Mcp-Session-Id header, or close streams)",
+			g.sessions.held(identity), g.sessions.perIdentity, g.sessions.total))
 }
 
 // jsonRPCError writes an error response an MCP client can show as is.
@@ -143,57 +267,22 @@ func jsonRPCError(w http.ResponseWriter, status, code int, msg string) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// limitedBody remembers that the body ran over its cap, however the handler
-// reacted to the read error.
-type limitedBody struct {
-	io.ReadCloser
-	over atomic.Bool
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	var tooBig *http.MaxBytesError
-	if err != nil && errors.As(err, &tooBig) {
-		b.over.Store(true)
-	}
-	return n, err
-}
-
-// recorder sits between the guard and the handler: it turns whatever the
-// handler answers to an oversized body into the 413, and shows the response
-// headers to the session counter before they are sent.
+// recorder sits between the guard and the handler: it notes the status
+// and shows the response headers to onHeader before they are sent.
 type recorder struct {
 	http.ResponseWriter
-	g        *Guard
-	body     *limitedBody
 	onHeader func(code int, h http.Header)
-	status   int  // 0 until the final header is written
-	swallow  bool // the 413 replaced the handler's response
+	status   int // 0 until the final header is written
 }
 
 // WriteHeader implements http.ResponseWriter.
 func (w *recorder) WriteHeader(code int) {
-	if w.status != 0 {
-		if !w.swallow {
-			w.ResponseWriter.WriteHeader(code) // let net/http report the superfluous call
+	if w.status == 0 && (code < 100 || code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+		if w.onHeader != nil {
+			w.onHeader(code, w.Header())
 		}
-		return
 	}
-	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
-		w.ResponseWriter.WriteHeader(code)
-		return
-	}
-	w.status = code
-	if w.body != nil && w.body.over.Load() {
-		w.swallow = true
-		w.status = http.StatusRequestEntityTooLarge
-		for k := range w.Header() {
-			w.Header().Del(k)
-		}
-		w.g.tooLarge(w.ResponseWriter)
-		return
-	}
-	w.onHeader(code, w.Header())
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -201,9 +290,6 @@ func (w *recorder) WriteHeader(code int) {
 func (w *recorder) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
-	}
-	if w.swallow {
-		return len(p), nil
 	}
 	return w.ResponseWriter.Write(p)
 }
@@ -213,17 +299,26 @@ func (w *recorder) Flush() {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	if !w.swallow {
-		_ = http.NewResponseController(w.ResponseWriter).Flush()
-	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// finish sends the 413 when the handler hit the cap and wrote nothing.
-func (w *recorder) finish() {
-	if w.status == 0 && w.body != nil && w.body.over.Load() {
-		w.WriteHeader(http.StatusOK)
+// discard is the response writer of the guard's own DELETEs.
+type discard struct{ status int }
+
+func (*discard) Header() http.Header { return http.Header{} }
+
+func (d *discard) Write(p []byte) (int, error) {
+	if d.status == 0 {
+		d.status = http.StatusOK
+	}
+	return len(p), nil
+}
+
+func (d *discard) WriteHeader(code int) {
+	if d.status == 0 {
+		d.status = code
 	}
 }

@@ -605,13 +605,23 @@ func TestStdioProtocolEdges(t *testing.T) {
 		{"mcp-go: client error response is answered", `{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"no"}}`, []string{"4 error -32601"}},
 		{"mcp-go: client null result is answered", `{"jsonrpc":"2.0","id":3,"result":null}`, []string{"3 error -32601"}},
 		{"wrong version", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, []string{"1 error -32600"}},
-		// mcp-go: valid JSON whose jsonrpc, method or id has the wrong
-		// type gets -32700 with a null id; JSON-RPC wants -32600.
-		{"mcp-go: jsonrpc of the wrong type", `{"jsonrpc":2,"id":1,"method":"ping"}`, []string{"null error -32700"}},
-		{"mcp-go: method of the wrong type", `{"jsonrpc":"2.0","id":1,"method":5}`, []string{"null error -32700"}},
-		// mcp-go: batches (dropped by MCP 2025-06-18) get -32700, though
-		// they are valid JSON; -32600 would be right.
-		{"mcp-go: batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, []string{"null error -32700"}},
+		// Kiln refuses what mcp-go would misreport or serve, before it
+		// reaches mcp-go: -32600 with the id when it is a valid one.
+		{"jsonrpc of the wrong type", `{"jsonrpc":2,"id":1,"method":"ping"}`, []string{"1 error -32600"}},
+		{"method of the wrong type", `{"jsonrpc":"2.0","id":1,"method":5}`, []string{"1 error -32600"}},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, []string{"null error -32600"}},
+		{"empty batch", `[]`, []string{"null error -32600"}},
+		{"broken JSON in brackets is a parse error, not a batch", `[{"jsonrpc":"2.0",":"ping"}]`, []string{"null error -32700"}},
+		// Nesting past the limit: -32600 with the id when the message
+		// decodes, else -32700 (Go's decoder stops at 10,000 levels).
+		{"deep nesting", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), []string{"null error -32700"}},
+		{"deep nesting, unclosed", strings.Repeat(`{"a":`, 100000), []string{"null error -32700"}},
+		{"deep nesting in params", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":` + strings.Repeat(`{"a":`, 600) + "1" + strings.Repeat("}", 601) + "}",
+			[]string{"1 error -32600"}},
+		{"nesting at the limit passes", `{"jsonrpc":"2.0","id":1,"method":"ping","params":` + strings.Repeat(`[`, 510) + strings.Repeat("]", 510) + "}",
+			[]string{"1 error -32600"}},
+		{"brackets inside strings do not nest", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"x":"` + strings.Repeat("[{", 1000) + `\""}}}`,
+			[]string{"1 result"}},
 		// mcp-go: params of the wrong shape get -32600 Invalid Request;
 		// JSON-RPC reserves -32602 Invalid params for this.
 		{"mcp-go: params of the wrong type", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, []string{"1 error -32600"}},
@@ -630,19 +640,24 @@ func TestStdioProtocolEdges(t *testing.T) {
 		{"mcp-go: huge id is rounded", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`,
 			[]string{"1.2345678901234568e+29 result"}},
 		{"mcp-go: id beyond float64", `{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, []string{"null error -32700"}},
-		// mcp-go: an id that is not a string, number or null is echoed in
-		// a result; JSON-RPC wants -32600 with a null id.
-		{"mcp-go: boolean id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, []string{"true result"}},
-		{"mcp-go: object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, []string{`{"a":1} result`}},
-		// mcp-go: a null id (which MCP forbids and JSON-RPC allows) is
-		// taken for a notification and gets no answer; -32600 would tell
-		// the client.
-		{"mcp-go: null id is not answered", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, []string{}},
+		{"boolean id", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, []string{"null error -32600"}},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, []string{"null error -32600"}},
+		{"array id", `{"jsonrpc":"2.0","id":[1],"method":"tools/list"}`, []string{"null error -32600"}},
+		{"null id on a request", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, []string{"null error -32600"}},
+		// A client's error response may carry a null id (JSON-RPC says so
+		// when it could not read the request); it is not answered.
+		{"null id on an error response", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`, []string{}},
+		{"a refused line does not end the session", `{"jsonrpc":"2.0","id":{},"method":"ping"}` + "\n" + `{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+			[]string{"null error -32600", "2 result"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := summarize(t, runStdio(t, []byte(tc.input+"\n")))
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			// Answers are a set: requests are served concurrently.
+			slices.Sort(got)
+			want := append([]string{}, tc.want...)
+			slices.Sort(want)
+			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("answers to %s (-want +got):\n%s", tc.input, diff)
 			}
 		})

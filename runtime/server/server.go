@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -202,16 +203,17 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	// block every other request, discovery included.
 	server.WithWorkerPoolSize(32)(std)
 	std.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
-	return std.Listen(ctx, in, &lineWriter{w: out, patch: withNotFoundURI})
+	sw := &syncWriter{w: out}
+	return std.Listen(ctx, &checkedLines{in: bufio.NewReader(in), out: sw}, &lineWriter{w: sw, patch: withNotFoundURI})
 }
 
 // Handler serves streamable HTTP at /mcp and legacy SSE at /sse and
 // /message.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"))))
+	mux.Handle("/mcp", checkedHTTP(notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp")))))
 	sse := server.NewSSEServer(s.mcp, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"))
 	mux.Handle("/sse", sse.SSEHandler())
-	mux.Handle("/message", sse.MessageHandler())
+	mux.Handle("/message", checkedHTTP(sse.MessageHandler()))
 	return mux
 }

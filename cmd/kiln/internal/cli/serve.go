@@ -248,6 +248,7 @@ func loadServeConfig(path string) (*config.Config, error) {
 type frontDoor struct {
 	ln    net.Listener
 	guard *httpauth.Guard
+	cfg   config.HTTP
 }
 
 func openFrontDoor(addr string, cfg *config.Config, log *slog.Logger) (*frontDoor, error) {
@@ -265,13 +266,22 @@ func openFrontDoor(addr string, cfg *config.Config, log *slog.Logger) (*frontDoo
 		auth = "bearer token required"
 	}
 	log.Info("http front door", "auth", auth)
-	return &frontDoor{ln: ln, guard: guard}, nil
+	return &frontDoor{ln: guard.Listener(ln), guard: guard, cfg: cfg.Gateway.HTTP}, nil
 }
 
 func (f *frontDoor) serve(ctx context.Context, h http.Handler, stderr io.Writer) int {
 	ln := f.ln
 	h = f.guard.Wrap(h)
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// The guard bounds reading a body (read_timeout) and clears the
+	// deadline once it is in, so streams and long calls are not cut;
+	// http.Server.ReadTimeout would cut them. Headers get at most 10s.
+	hs := &http.Server{Handler: h,
+		ReadHeaderTimeout: min(10*time.Second, cmp.Or(f.cfg.ReadTimeout, httpauth.DefaultReadTimeout)),
+		IdleTimeout:       max(f.cfg.ReadTimeout, time.Minute),
+	}
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go sweepSessions(sweepCtx, f.guard, cmp.Or(f.cfg.SessionIdle, httpauth.DefaultSessionIdle))
 	// Tests and scripts read this line to learn the port when ADDR ends in :0.
 	fmt.Fprintf(stderr, "kiln: serving MCP at http://%s/mcp (legacy SSE at /sse)\n", ln.Addr())
 	errc := make(chan error, 1)
@@ -288,6 +298,20 @@ func (f *frontDoor) serve(ctx context.Context, h http.Handler, stderr io.Writer)
 		hs.Close()
 	}
 	return exitOK
+}
+
+// sweepSessions frees idle sessions even when nobody opens new ones.
+func sweepSessions(ctx context.Context, g *httpauth.Guard, idle time.Duration) {
+	t := time.NewTicker(max(idle/4, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.Sweep()
+		}
+	}
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
