@@ -328,9 +328,11 @@ func (s *slot) unavailable() string {
 	return msg + fmt.Sprintf("\nRead kiln://backend/%s for details.", name)
 }
 
-// Tools lists a connected backend's tools as it publishes them now.
+// Tools lists a backend's tools as it publishes them now. A backend still
+// connecting is waited for within ctx and its call timeout: list_changed
+// can arrive before kiln has marked the connection up.
 func (d *Dispatcher) Tools(ctx context.Context, name string) ([]manifest.Tool, error) {
-	_, conn, _, err := d.conn(name, "")
+	_, conn, _, _, err := d.awaitConn(ctx, name, "")
 	if err != nil {
 		return nil, err
 	}
