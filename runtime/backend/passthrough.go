@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -268,10 +269,5 @@ func (w *watchSet) signal() chan struct{} {
 func (w *watchSet) uris() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]string, 0, len(w.on))
-	for u := range w.on {
-		out = append(out, u)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(w.on))
 }

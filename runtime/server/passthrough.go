@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -209,11 +210,7 @@ func (s *Server) Forget(name string) {
 func (p *passthru) sync() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	names := make([]string, 0, len(p.offers))
-	for n := range p.offers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(p.offers))
 	var routes []route.Backend
 	res := map[string]server.ServerResource{}
 	tpls := map[string]server.ServerResourceTemplate{}
@@ -287,46 +284,29 @@ func (p *passthru) warned(w string) bool {
 	return false
 }
 
+// changes compares what was registered (fingerprints by key) with what
+// should be: the items to add or replace, and the keys to delete.
+func changes[T any](was, now map[string]string, items map[string]T) (add []T, del []string) {
+	for k, fp := range now {
+		if was[k] != fp {
+			add = append(add, items[k])
+		}
+	}
+	for k := range was {
+		if _, ok := now[k]; !ok {
+			del = append(del, k)
+		}
+	}
+	return add, del
+}
+
 // apply registers what changed since the last sync. Called with p.mu held.
 func (p *passthru) apply(res map[string]server.ServerResource, fpRes map[string]string,
 	tpls map[string]server.ServerResourceTemplate, fpTpl map[string]string,
 	prompts map[string]server.ServerPrompt, fpPrompt map[string]string) {
-	var addRes []server.ServerResource
-	var delRes []string
-	for uri, fp := range fpRes {
-		if p.resources[uri] != fp {
-			addRes = append(addRes, res[uri])
-		}
-	}
-	for uri := range p.resources {
-		if _, ok := fpRes[uri]; !ok {
-			delRes = append(delRes, uri)
-		}
-	}
-	var addTpl []server.ServerResourceTemplate
-	var delTpl []string
-	for t, fp := range fpTpl {
-		if p.templates[t] != fp {
-			addTpl = append(addTpl, tpls[t])
-		}
-	}
-	for t := range p.templates {
-		if _, ok := fpTpl[t]; !ok {
-			delTpl = append(delTpl, t)
-		}
-	}
-	var addPrompt []server.ServerPrompt
-	var delPrompt []string
-	for n, fp := range fpPrompt {
-		if p.prompts[n] != fp {
-			addPrompt = append(addPrompt, prompts[n])
-		}
-	}
-	for n := range p.prompts {
-		if _, ok := fpPrompt[n]; !ok {
-			delPrompt = append(delPrompt, n)
-		}
-	}
+	addRes, delRes := changes(p.resources, fpRes, res)
+	addTpl, delTpl := changes(p.templates, fpTpl, tpls)
+	addPrompt, delPrompt := changes(p.prompts, fpPrompt, prompts)
 	if len(delRes) > 0 {
 		p.s.mcp.DeleteResources(delRes...)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -218,12 +219,7 @@ func (p *passthru) hook(h *server.Hooks) {
 func (p *passthru) backendNames() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	names := make([]string, 0, len(p.offers))
-	for n := range p.offers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(p.offers))
 }
 
 // subscribe forwards a client's subscription to the owning backend when it
