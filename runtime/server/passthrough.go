@@ -316,10 +316,7 @@ func (p *passthru) apply(res map[string]server.ServerResource, fpRes map[string]
 	if len(delTpl) > 0 {
 		// The SDK has no call that removes a template; re-registering
 		// every remaining one after clearing is the only way.
-		var keep []server.ServerResourceTemplate
-		for _, t := range kilnTemplates(p.s) {
-			keep = append(keep, t)
-		}
+		keep := append([]server.ServerResourceTemplate{}, kilnTemplates(p.s)...)
 		for _, t := range tpls {
 			keep = append(keep, t)
 		}
