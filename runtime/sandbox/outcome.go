@@ -177,6 +177,7 @@ func (r *run) mapPositions(s string) string {
 		if r.unit.mapped {
 			col++
 		}
+		col = r.unit.ins.shift(line, col)
 		if line == 1 && col > r.unit.shift {
 			col -= r.unit.shift
 		}
