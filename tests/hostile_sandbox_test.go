@@ -265,4 +265,3 @@ func killTree(pid int) {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 }
-
