@@ -100,7 +100,7 @@ func NewPool(opts Options, wo WorkerOptions) (*Pool, error) {
 		p.cg = cg
 		p.mechanism = fmt.Sprintf("cgroup v2 memory.max of %d MiB per worker (budget + %d MiB) under %s", (lim.Memory+cgroupOverhead)>>20, cgroupOverhead>>20, cg.dir)
 	case rlimitSupported:
-		p.init.RlimitSlack = rlimitSlack
+		p.init.RlimitSlack = rlimitSlack + raceSlack
 		p.mechanism = fmt.Sprintf("RLIMIT_AS of each worker's idle address space + %d MiB budget + %d MiB (no cgroup v2: %v)", lim.Memory>>20, rlimitSlack>>20, cgErr)
 	default:
 		p.mechanism = "none: this OS has no cgroup v2 and does not enforce RLIMIT_AS; the heap watchdog and debug.SetMemoryLimit in each worker remain"

@@ -153,8 +153,9 @@ func (w *worker) kill() {
 func (p *Pool) runOn(ctx context.Context, w *worker, code string, opts RunOptions, timeout time.Duration) (*Outcome, bool) {
 	// Tool calls live until the run ends, or the worker gives up on them
 	// (it drops them at its deadline, which must come first so the script
-	// sees a timeout, not a failed call).
-	callCtx, cancelCalls := context.WithTimeoutCause(ctx, timeout+killGrace, ErrTimeout)
+	// sees a timeout, not a failed call). A client's cancel reaches them
+	// only after the worker was told, for the same reason.
+	callCtx, cancelCalls := context.WithTimeoutCause(context.WithoutCancel(ctx), timeout+killGrace, ErrTimeout)
 	defer cancelCalls()
 	var names []string
 	if p.opts.Backends != nil {
@@ -221,6 +222,7 @@ func (p *Pool) runOn(ctx context.Context, w *worker, code string, opts RunOption
 		case <-done:
 			done = nil
 			_ = w.fw.write(&frame{T: frameCancel})
+			cancelCalls()
 			canceled = time.After(killGrace)
 		case <-canceled:
 			w.kill()
@@ -250,14 +252,26 @@ func (p *Pool) died(w *worker, timeout time.Duration, calls, pending int) *Outco
 			sig = ws.Signal()
 		}
 	}
-	oom := (w.cg != nil && w.cg.oomKilled()) || strings.Contains(tail, "out of memory") ||
-		strings.Contains(tail, "cannot allocate memory") || (sig == syscall.SIGKILL && !killedByHost)
+	oom := (w.cg != nil && w.cg.oomKilled()) || (sig == syscall.SIGKILL && !killedByHost) || memoryCrash(tail)
 	if oom {
 		p.log.Warn("sandbox worker killed: its run passed the memory limit", "worker", w.id, "signal", sig)
 		msg, sentinel := stopMessage(ErrMemory, p.lim.Memory, timeout, pending)
 		return errorOutcome(msg, sentinel, nil, calls)
 	}
 	return p.internal(time.Now(), "run the script", fmt.Errorf("worker %d exited (%v): %s", w.id, w.cmd.ProcessState, tail))
+}
+
+// memoryCrash reports whether a worker's stderr shows the Go runtime
+// failing to map memory, which under RLIMIT_AS is the limit at work (the
+// race detector's runtime words it as an address-space collision or a
+// ThreadSanitizer allocation failing with ENOMEM).
+func memoryCrash(stderr string) bool {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "address space collisions", "runtime: mmap", "errno: 12"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // tailBuffer keeps the first and the last max bytes written to it: the

@@ -54,10 +54,10 @@ func ServeWorker(in io.Reader, out io.Writer, errw io.Writer) int {
 	if err := fw.write(ready); err != nil {
 		return 1
 	}
-	runs := make(chan *workerRun)
+	runs := make(chan workerJob)
 	go wh.read(br, runs)
-	for r := range runs {
-		if err := wh.serve(sb, r); err != nil {
+	for job := range runs {
+		if err := wh.serve(sb, job); err != nil {
 			fmt.Fprintf(errw, "kiln sandbox-worker: %v\n", err)
 			return 1
 		}
@@ -86,7 +86,7 @@ func (wh *workerHost) backends() []string {
 
 // read demultiplexes frames from the host until the stream ends, which
 // ends the worker: the host closed stdin, or died.
-func (wh *workerHost) read(br *bufio.Reader, runs chan<- *workerRun) {
+func (wh *workerHost) read(br *bufio.Reader, runs chan<- workerJob) {
 	defer close(runs)
 	defer wh.stop()
 	for {
@@ -97,7 +97,13 @@ func (wh *workerHost) read(br *bufio.Reader, runs chan<- *workerRun) {
 		switch f.T {
 		case frameRun:
 			if f.Run != nil {
-				runs <- f.Run
+				// The run's context exists before the next frame is read,
+				// so a cancel right behind the run always finds it.
+				ctx, cancel := context.WithCancel(context.Background())
+				wh.mu.Lock()
+				wh.cancel = cancel
+				wh.mu.Unlock()
+				runs <- workerJob{run: f.Run, ctx: ctx, cancel: cancel}
 			}
 		case frameResult:
 			wh.mu.Lock()
@@ -121,15 +127,19 @@ func (wh *workerHost) stop() {
 	}
 }
 
-func (wh *workerHost) serve(sb *Sandbox, r *workerRun) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	wh.mu.Lock()
-	wh.cancel = cancel
-	wh.mu.Unlock()
+// workerJob is a run with the context its cancel frame cancels.
+type workerJob struct {
+	run    *workerRun
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (wh *workerHost) serve(sb *Sandbox, job workerJob) error {
+	defer job.cancel()
+	r := job.run
 	names := r.Backends
 	wh.names.Store(&names)
-	out, err := sb.Run(ctx, r.Code, RunOptions{Timeout: r.Timeout, ExtraPreamble: r.Extra})
+	out, err := sb.Run(job.ctx, r.Code, RunOptions{Timeout: r.Timeout, ExtraPreamble: r.Extra})
 	if err != nil {
 		out = &Outcome{Value: nullJSON, IsError: true, Error: "the run was canceled by the client", Cause: fmt.Errorf("%w: %w", ErrCanceled, err)}
 		if errors.Is(err, ErrBusy) {
@@ -138,9 +148,6 @@ func (wh *workerHost) serve(sb *Sandbox, r *workerRun) error {
 	}
 	wo := fromOutcome(out)
 	wo.Dirty = !sb.settled(50 * time.Millisecond)
-	wh.mu.Lock()
-	wh.cancel = nil
-	wh.mu.Unlock()
 	return wh.fw.write(&frame{T: frameDone, Out: wo})
 }
 
