@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -274,5 +275,23 @@ func expectPoolValue(t *testing.T, p *Pool, code, want string) {
 	out, err := p.Run(t.Context(), code, RunOptions{})
 	if err != nil || out.IsError || string(out.Value) != want {
 		t.Fatalf("Run(%q) = %v %+v, want %s", code, err, out, want)
+	}
+}
+
+// TestPoolDynamicPreamble: backends registered at run time reach the
+// worker with the run, and only that run.
+func TestPoolDynamicPreamble(t *testing.T) {
+	pool, fc := newTestPool(t, Limits{}, nil)
+	extra := string(bridge.Preamble([]bridge.Backend{{Name: "manual", Tools: []manifest.Tool{{Name: "ping", InputSchema: json.RawMessage(`{}`)}}}}))
+	out, err := pool.Run(t.Context(), `return (await manual.ping({x: 1})).tool`, RunOptions{ExtraPreamble: extra})
+	if err != nil || out.IsError || string(out.Value) != `"manual.ping"` {
+		t.Fatalf("Run: %v %+v", err, out)
+	}
+	if got := fc.log(); len(got) != 1 || got[0] != `manual.ping {"x":1}` {
+		t.Fatalf("calls = %q", got)
+	}
+	out, err = pool.Run(t.Context(), `return await manual.ping({})`, RunOptions{})
+	if err != nil || !errors.Is(out.Cause, ErrThrown) || !strings.Contains(out.Error, "manual is not defined") {
+		t.Fatalf("without the extra preamble: %v %+v", err, out)
 	}
 }
