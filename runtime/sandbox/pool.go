@@ -12,9 +12,9 @@ import (
 )
 
 // Per-worker memory beyond the script's budget, measured on Linux amd64
-// with Go 1.26 and a 211-tool preamble: an idle worker (runtime, esbuild,
-// goja, one prepared runtime) maps about 1.2 GiB of address space, almost
-// all of it reservations, and touches about 30 MiB.
+// with Go 1.26 and kiln's generated preamble: an idle worker (runtime,
+// esbuild, goja, one prepared runtime) maps about 1.25 GiB of address
+// space, almost all of it reservations, and has about 22 MiB resident.
 const (
 	// rlimitSlack is added to a worker's measured address space and the
 	// budget: the Go heap grows in 64 MiB arenas, so one more arena must
@@ -100,8 +100,8 @@ func NewPool(opts Options, wo WorkerOptions) (*Pool, error) {
 		p.cg = cg
 		p.mechanism = fmt.Sprintf("cgroup v2 memory.max of %d MiB per worker (budget + %d MiB) under %s", (lim.Memory+cgroupOverhead)>>20, cgroupOverhead>>20, cg.dir)
 	case rlimitSupported:
-		p.init.RlimitSlack = rlimitSlack + raceSlack
-		p.mechanism = fmt.Sprintf("RLIMIT_AS of each worker's idle address space + %d MiB budget + %d MiB (no cgroup v2: %v)", lim.Memory>>20, rlimitSlack>>20, cgErr)
+		p.init.RlimitSlack = rlimitSlack + raceSlack + threadSlack
+		p.mechanism = fmt.Sprintf("RLIMIT_AS of each worker's idle address space + %d MiB budget + %d MiB (no cgroup v2: %v)", lim.Memory>>20, p.init.RlimitSlack>>20, cgErr)
 	default:
 		p.mechanism = "none: this OS has no cgroup v2 and does not enforce RLIMIT_AS; the heap watchdog and debug.SetMemoryLimit in each worker remain"
 	}

@@ -266,7 +266,7 @@ func (p *Pool) died(w *worker, timeout time.Duration, calls, pending int) *Outco
 // race detector's runtime words it as an address-space collision or a
 // ThreadSanitizer allocation failing with ENOMEM).
 func memoryCrash(stderr string) bool {
-	for _, s := range []string{"out of memory", "cannot allocate memory", "address space collisions", "runtime: mmap", "errno: 12"} {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "address space collisions", "runtime: mmap", "errno: 12", "pthread_create failed"} {
 		if strings.Contains(stderr, s) {
 			return true
 		}
