@@ -295,3 +295,22 @@ func TestPoolDynamicPreamble(t *testing.T) {
 		t.Fatalf("without the extra preamble: %v %+v", err, out)
 	}
 }
+
+// TestTailBuffer: a worker's stderr keeps its first and last bytes (the
+// crash reason and the end of the dump) and forwards its log records.
+func TestTailBuffer(t *testing.T) {
+	var records []string
+	tb := &tailBuffer{max: 16, record: func(l string) { records = append(records, l) }}
+	for _, w := range []string{"fatal error: out", " of memory\n", "goroutine 1 [running]:\n", strings.Repeat("x", 40) + "\n", "time=1 level=WARN msg=", "hi\n", "end"} {
+		if _, err := tb.Write([]byte(w)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := tb.String()
+	if !strings.HasPrefix(got, "fatal error: out") || !strings.HasSuffix(got, "msg=hi\nend") || !strings.Contains(got, " … ") {
+		t.Errorf("String() = %q", got)
+	}
+	if d := cmp.Diff([]string{"time=1 level=WARN msg=hi"}, records); d != "" {
+		t.Errorf("records (-want +got):\n%s", d)
+	}
+}

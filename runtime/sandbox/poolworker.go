@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,7 +70,9 @@ func (p *Pool) spawn(id int, cg *cgroupChild) (*worker, error) {
 		return nil, err
 	}
 	w := &worker{id: id, cmd: cmd, stdin: inW, fw: &frameWriter{w: inW}, frames: make(chan *frame, 16),
-		exited: make(chan struct{}), stderr: &tailBuffer{max: 4 << 10}, cg: cg}
+		exited: make(chan struct{}), stderr: &tailBuffer{max: 4 << 10, record: func(line string) {
+			p.log.Warn("sandbox worker says", "worker", id, "record", line)
+		}}, cg: cg}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, w.stderr
 	err = cmd.Start()
 	inR.Close()
@@ -282,11 +285,31 @@ type tailBuffer struct {
 	max        int
 	head, tail []byte
 	cut        bool
+	// record, when set, receives each complete log record line (the
+	// worker's slog output), so its warnings reach kiln's log.
+	record  func(string)
+	partial []byte
 }
 
 func (t *tailBuffer) Write(b []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.record != nil {
+		t.partial = append(t.partial, b...)
+		for {
+			i := bytes.IndexByte(t.partial, '\n')
+			if i < 0 {
+				break
+			}
+			if line := string(t.partial[:i]); strings.HasPrefix(line, "time=") {
+				t.record(line)
+			}
+			t.partial = t.partial[i+1:]
+		}
+		if len(t.partial) > 64<<10 { // not a log record: a dump without newlines
+			t.partial = nil
+		}
+	}
 	n := len(b)
 	if room := t.max - len(t.head); room > 0 {
 		k := min(room, len(b))
