@@ -199,3 +199,36 @@ func procStatusKB(path, key string) int64 {
 }
 
 const rlimitSupported = true
+
+// workerStackEnv marks a worker that already re-executed itself with small
+// thread stacks.
+const workerStackEnv = "KILN_SANDBOX_WORKER_STACK"
+
+// threadStack is the pthread stack size a cgo-built worker runs with.
+const threadStack = 1 << 20
+
+// smallThreadStacks makes a cgo-built worker's threads reserve 1 MiB of
+// stack instead of 8: glibc sizes pthread stacks from RLIMIT_STACK as read
+// at process start, so the worker lowers it and executes itself again,
+// before reading anything. Every reservation counts under RLIMIT_AS, and
+// the heap could use whatever room was left for stacks.
+func smallThreadStacks() error {
+	if threadSlack == 0 || os.Getenv(workerStackEnv) != "" {
+		return nil
+	}
+	var cur syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_STACK, &cur); err != nil {
+		return err
+	}
+	if cur.Cur <= threadStack {
+		return nil
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_STACK, &syscall.Rlimit{Cur: threadStack, Max: cur.Max}); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(self, os.Args, append(os.Environ(), workerStackEnv+"=1"))
+}

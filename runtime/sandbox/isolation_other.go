@@ -36,3 +36,5 @@ func vmSize() int64 { return 0 }
 func procStatusKB(string, string) int64 { return 0 }
 
 const rlimitSupported = false
+
+func smallThreadStacks() error { return nil }

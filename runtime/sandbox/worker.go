@@ -23,6 +23,10 @@ import (
 // asked, answers ready, then runs one script per run frame until in
 // closes. Its stdout (out) carries frames only; logs go to errw.
 func ServeWorker(in io.Reader, out io.Writer, errw io.Writer) int {
+	if err := smallThreadStacks(); err != nil {
+		fmt.Fprintf(errw, "kiln sandbox-worker: lower the thread stack size: %v\n", err)
+		return 1
+	}
 	br := bufio.NewReaderSize(in, 64<<10)
 	fw := &frameWriter{w: out}
 	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelWarn}))
