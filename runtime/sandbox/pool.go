@@ -134,6 +134,9 @@ func (p *Pool) Close() error {
 	for _, w := range ws {
 		w.kill()
 		<-w.exited
+		if w.cg != nil {
+			w.cg.remove()
+		}
 	}
 	return nil
 }
