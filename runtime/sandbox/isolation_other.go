@@ -33,6 +33,10 @@ func limitAddressSpace(int64) error { return nil }
 
 func vmSize() int64 { return 0 }
 
+func vmData() int64 { return 0 }
+
+func limitData(int64) error { return nil }
+
 func procStatusKB(string, string) int64 { return 0 }
 
 const rlimitSupported = false

@@ -14,12 +14,18 @@ import (
 // Per-worker memory beyond the script's budget, measured on Linux amd64
 // with Go 1.26 and kiln's generated preamble: an idle worker (runtime,
 // esbuild, goja, one prepared runtime) maps about 1.25 GiB of address
-// space, almost all of it reservations, and has about 22 MiB resident.
+// space, almost all of it PROT_NONE reservations, about 80 MiB of it
+// writable (VmData), and has about 22 MiB resident.
 const (
+	// dataSlack is added to a worker's measured data size and the budget
+	// for RLIMIT_DATA, the limit that binds: a program holding 30 MiB of
+	// strings grew VmData by 40–50 MiB (the collector's headroom).
+	dataSlack = 64 << 20
 	// rlimitSlack is added to a worker's measured address space and the
-	// budget: the Go heap grows in 64 MiB arenas, so one more arena must
-	// fit for a script to use its whole budget.
-	rlimitSlack = 96 << 20
+	// budget for RLIMIT_AS, a backstop: the Go heap reserves address space
+	// in 64 MiB arenas, and with 96 MiB a program using 20 MiB of its
+	// 50 MiB budget was already refused an arena.
+	rlimitSlack = 256 << 20
 	// cgroupOverhead is added to the budget for memory.max: the idle
 	// worker's resident memory with room to spare.
 	cgroupOverhead = 64 << 20
@@ -100,8 +106,10 @@ func NewPool(opts Options, wo WorkerOptions) (*Pool, error) {
 		p.cg = cg
 		p.mechanism = fmt.Sprintf("cgroup v2 memory.max of %d MiB per worker (budget + %d MiB) under %s", (lim.Memory+cgroupOverhead)>>20, cgroupOverhead>>20, cg.dir)
 	case rlimitSupported:
+		p.init.DataSlack = dataSlack + raceSlack + threadSlack
 		p.init.RlimitSlack = rlimitSlack + raceSlack + threadSlack
-		p.mechanism = fmt.Sprintf("RLIMIT_AS of each worker's idle address space + %d MiB budget + %d MiB (no cgroup v2: %v)", lim.Memory>>20, p.init.RlimitSlack>>20, cgErr)
+		p.mechanism = fmt.Sprintf("RLIMIT_DATA of each worker's idle data size + %d MiB budget + %d MiB, RLIMIT_AS of its idle address space + budget + %d MiB (no cgroup v2: %v)",
+			lim.Memory>>20, p.init.DataSlack>>20, p.init.RlimitSlack>>20, cgErr)
 	default:
 		p.mechanism = "none: this OS has no cgroup v2 and does not enforce RLIMIT_AS; the heap watchdog and debug.SetMemoryLimit in each worker remain"
 	}
@@ -112,7 +120,8 @@ func NewPool(opts Options, wo WorkerOptions) (*Pool, error) {
 	}
 	p.idle <- w
 	log.Info("sandbox runs in worker processes", "memory_limit", p.mechanism,
-		"max_workers", lim.MaxConcurrent, "worker_vsz_mib", w.vsz>>20, "worker_rlimit_mib", w.rlimit>>20)
+		"max_workers", lim.MaxConcurrent, "worker_vsz_mib", w.vsz>>20, "worker_rlimit_as_mib", w.rlimit>>20,
+		"worker_data_mib", w.data>>20, "worker_rlimit_data_mib", w.rlimitData>>20)
 	return p, nil
 }
 

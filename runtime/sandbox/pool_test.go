@@ -314,3 +314,12 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("records (-want +got):\n%s", d)
 	}
 }
+
+// TestPoolBudgetIsUsable: the kernel limit leaves a program the whole of
+// its budget: 30 MiB of live strings fit in a 50 MiB budget.
+func TestPoolBudgetIsUsable(t *testing.T) {
+	pool, _ := newTestPool(t, Limits{Memory: 50 << 20}, nil)
+	for range 3 {
+		expectPoolValue(t, pool, `const a = []; for (let i = 0; i < 30; i++) a.push("x".repeat(1 << 20) + i); return a.reduce((n, s) => n + s.length, 0)`, "31457330")
+	}
+}

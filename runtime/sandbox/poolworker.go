@@ -27,7 +27,7 @@ type worker struct {
 	cg     *cgroupChild
 	killed atomic.Bool
 	// From the ready frame.
-	vsz, rlimit int64
+	vsz, rlimit, data, rlimitData int64
 }
 
 // startWorker starts a process, sends it the init frame and waits for
@@ -128,7 +128,7 @@ func (p *Pool) spawn(id int, cg *cgroupChild) (*worker, error) {
 		case f.Err != "":
 			return fail(fmt.Errorf("the worker could not prepare the sandbox: %s", f.Err))
 		}
-		w.vsz, w.rlimit = f.VSZ, f.Rlimit
+		w.vsz, w.rlimit, w.data, w.rlimitData = f.VSZ, f.Rlimit, f.Data, f.RlimitData
 		return w, nil
 	case <-t.C:
 		return fail(fmt.Errorf("the worker did not become ready within %v", startTimeout))
@@ -257,7 +257,7 @@ func (p *Pool) died(w *worker, timeout time.Duration, calls, pending int) *Outco
 	}
 	oom := (w.cg != nil && w.cg.oomKilled()) || (sig == syscall.SIGKILL && !killedByHost) || memoryCrash(tail)
 	if oom {
-		p.log.Warn("sandbox worker killed: its run passed the memory limit", "worker", w.id, "signal", sig)
+		p.log.Warn("sandbox worker killed: its run passed the memory limit", "worker", w.id, "signal", sig, "stderr", firstLine(tail))
 		msg, sentinel := stopMessage(ErrMemory, p.lim.Memory, timeout, pending)
 		return errorOutcome(msg, sentinel, nil, calls)
 	}

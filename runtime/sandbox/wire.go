@@ -45,6 +45,10 @@ type frame struct {
 	// the hard limit it set on itself, if any.
 	VSZ    int64 `json:"vsz,omitempty"`
 	Rlimit int64 `json:"rlimit,omitempty"`
+	// Data is the worker's writable private memory once prepared
+	// (VmData), and RlimitData the data limit it set on itself.
+	Data       int64 `json:"data,omitempty"`
+	RlimitData int64 `json:"rlimitData,omitempty"`
 
 	Run *workerRun `json:"run,omitempty"`
 
@@ -66,8 +70,10 @@ type workerInit struct {
 	Preamble string `json:"preamble"`
 	Limits   Limits `json:"limits"`
 	// RlimitSlack, when positive, asks the worker to cap its address space
-	// at its prepared size plus Limits.Memory plus this slack.
+	// at its prepared size plus Limits.Memory plus this slack; DataSlack
+	// likewise its data segment (RLIMIT_DATA).
 	RlimitSlack int64 `json:"rlimitSlack,omitempty"`
+	DataSlack   int64 `json:"dataSlack,omitempty"`
 	// SoftLimit asks the worker to set debug.SetMemoryLimit to its
 	// prepared Go memory plus Limits.Memory, so the collector works hard
 	// before the hard limit is reached.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -44,10 +45,22 @@ func ServeWorker(in io.Reader, out io.Writer, errw io.Writer) int {
 		_ = fw.write(&frame{T: frameReady, Err: err.Error()})
 		return 1
 	}
+	// A collection now makes the heap figures below, and the live heap the
+	// watchdog takes as its baseline, those of the prepared worker rather
+	// than of some moment during preparation: measured, a fresh worker's
+	// first run was otherwise stopped at 30 of its 50 MiB.
+	runtime.GC()
 	if f.Init.SoftLimit {
 		debug.SetMemoryLimit(goMemory() + sb.lim.Memory)
 	}
-	ready := &frame{T: frameReady, VSZ: vmSize()}
+	ready := &frame{T: frameReady, VSZ: vmSize(), Data: vmData()}
+	if f.Init.DataSlack > 0 {
+		ready.RlimitData = ready.Data + sb.lim.Memory + f.Init.DataSlack
+		if err := limitData(ready.RlimitData); err != nil {
+			_ = fw.write(&frame{T: frameReady, Err: "cap the data segment: " + err.Error()})
+			return 1
+		}
+	}
 	if f.Init.RlimitSlack > 0 {
 		ready.Rlimit = ready.VSZ + sb.lim.Memory + f.Init.RlimitSlack
 		if err := limitAddressSpace(ready.Rlimit); err != nil {
