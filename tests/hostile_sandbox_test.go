@@ -29,7 +29,8 @@ const (
 	// sandboxBudget is gateway.sandbox.memory (the default).
 	sandboxBudget = 50 << 20
 	// workerOverhead is what a worker may hold beyond the budget: its idle
-	// resident memory (~22 MiB measured) and the Go heap's growth step.
+	// resident memory (~22 MiB measured) and the collector's headroom
+	// under RLIMIT_DATA (measured peaks: about budget + 30 MiB per worker).
 	workerOverhead = 100 << 20
 	// abortTreeRSS stops the attack before it can hurt the machine: kiln
 	// builds without workers went past 12 GB.

@@ -34,7 +34,8 @@
 // a huge sort): the process does. So kiln serve runs scripts through a Pool
 // of worker processes (ServeWorker, the hidden `kiln sandbox-worker`), each
 // an in-process Sandbox running one script at a time under a kernel memory
-// limit (cgroup v2 memory.max, else RLIMIT_AS; isolation_linux.go) and
+// limit (cgroup v2 memory.max, else RLIMIT_DATA with RLIMIT_AS behind it;
+// isolation_linux.go) and
 // killed by the host at its deadline plus killGrace. The host and a worker
 // speak length-prefixed JSON frames over the worker's stdin and stdout
 // (wire.go); tool calls come back to the host's Caller. The in-process

@@ -47,7 +47,8 @@ type WorkerOptions struct {
 
 // Pool runs scripts in worker processes, one script per worker at a
 // time, so a script's memory and CPU are bounded by the kernel (cgroup v2
-// memory.max where kiln may create cgroups, RLIMIT_AS otherwise) and a
+// memory.max where kiln may create cgroups, RLIMIT_DATA and RLIMIT_AS
+// otherwise) and a
 // script that passes its budget or deadline costs only its worker, which
 // is killed and replaced. It has the Run and Limits methods of Sandbox.
 //
