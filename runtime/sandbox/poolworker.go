@@ -265,7 +265,7 @@ func (p *Pool) died(w *worker, timeout time.Duration, calls, pending int) *Outco
 }
 
 // memoryCrash reports whether a worker's stderr shows the Go runtime
-// failing to map memory, which under RLIMIT_AS is the limit at work (the
+// failing to map memory, which under RLIMIT_DATA or RLIMIT_AS is the limit at work (the
 // race detector's runtime words it as an address-space collision or a
 // ThreadSanitizer allocation failing with ENOMEM).
 func memoryCrash(stderr string) bool {
