@@ -100,13 +100,15 @@ func attack(t *testing.T, kiln int, baseline int64, other session, sessions []se
 		})
 	}
 	// Another client is served meanwhile.
-	echoes := 0
+	echoes, slowest := 0, time.Duration(0)
 	for done := false; !done; {
+		start := time.Now()
 		r, err := other.Call(t.Context(), "call_tool_chain", chainJSON("everything.echo", map[string]any{"message": "still here"}))
 		if err != nil || r.IsError || !strings.Contains(r.Text(), "still here") {
 			t.Fatalf("echo from another session during the attack: %v %s", err, r.Text())
 		}
 		echoes++
+		slowest = max(slowest, time.Since(start))
 		select {
 		case <-waitChan(&wg):
 			done = true
@@ -116,8 +118,9 @@ func attack(t *testing.T, kiln int, baseline int64, other session, sessions []se
 	close(stop)
 	sampler.Wait()
 	bound := int64(8*sandboxBudget) + baseline + 8*workerOverhead
-	t.Logf("peak RSS of kiln's process tree during the attack: %d MiB (bound %d MiB = 8 × %d MiB budget + %d MiB at rest + 8 × %d MiB per worker); %d echoes served meanwhile",
-		peak.Load()>>20, bound>>20, sandboxBudget>>20, baseline>>20, workerOverhead>>20, echoes)
+	// The slowest echo is reported, not asserted: no timing assertions.
+	t.Logf("peak RSS of kiln's process tree during the attack: %d MiB (bound %d MiB = 8 × %d MiB budget + %d MiB at rest + 8 × %d MiB per worker); %d echoes served meanwhile, the slowest in %v",
+		peak.Load()>>20, bound>>20, sandboxBudget>>20, baseline>>20, workerOverhead>>20, echoes, slowest.Round(time.Millisecond))
 	for i, r := range results {
 		name := bombs[i%len(bombs)].name
 		if errs[i] != nil {
