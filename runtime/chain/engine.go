@@ -13,7 +13,8 @@ import (
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
-// Sandbox runs tier-3 programs; *sandbox.Sandbox is one.
+// Sandbox runs tier-3 programs; *sandbox.Pool (worker processes, what
+// kiln serve uses) and *sandbox.Sandbox (in-process) are two.
 type Sandbox interface {
 	Run(ctx context.Context, code string, opts sandbox.RunOptions) (*sandbox.Outcome, error)
 }

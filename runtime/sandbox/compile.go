@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
+	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/parser"
 	"github.com/evanw/esbuild/pkg/api"
 )
@@ -83,6 +84,8 @@ type unit struct {
 	// mapped is set for esbuild output: goja reports source-mapped
 	// columns zero-based.
 	mapped bool
+	// ins is where a return was inserted before the last expression.
+	ins insertion
 }
 
 // compile turns code into a program, from the cache when possible.
@@ -115,10 +118,21 @@ func (s *Sandbox) compile(code string) (*unit, *Outcome) {
 // esbuild costs about as much as the rest of a run.
 func transpile(code string) (*unit, string) {
 	module := moduleRe.MatchString(code)
+	lines := strings.Count(code, "\n") + 1
 	if !module && !bigintRe.MatchString(code) && !genericRe.MatchString(code) {
-		if ast, err := goja.Parse(userFile, bodyPrefix+code+bodySuffix, parser.WithDisableSourceMaps); err == nil {
-			if prg, err := goja.CompileAST(ast, false); err == nil {
-				return &unit{prg: prg, src: code, lines: strings.Count(code, "\n") + 1, shift: len(bodyPrefix)}, ""
+		wrapped := bodyPrefix + code + bodySuffix
+		if prog, err := goja.Parse(userFile, wrapped, parser.WithDisableSourceMaps); err == nil {
+			var ins insertion
+			if off, ok := lastExpression(prog); ok {
+				if src, ok := insertReturn(wrapped, off); ok {
+					if p2, err := goja.Parse(userFile, src, parser.WithDisableSourceMaps); err == nil {
+						pos := prog.File.Position(off)
+						prog, ins = p2, insertion{line: pos.Line, col: pos.Column}
+					}
+				}
+			}
+			if prg, err := goja.CompileAST(prog, false); err == nil {
+				return &unit{prg: prg, src: code, lines: lines, shift: len(bodyPrefix), ins: ins}, ""
 			}
 		}
 	}
@@ -132,14 +146,50 @@ func transpile(code string) (*unit, string) {
 	if len(res.Errors) > 0 {
 		return nil, syntaxMessage(res.Errors[0], shift)
 	}
-	ast, err := goja.Parse(compiledFile, string(res.Code), noFiles)
+	prog, err := goja.Parse(compiledFile, string(res.Code), noFiles)
 	if err == nil {
+		var ins insertion
+		if !module {
+			prog, ins = returnLast(prog, input, opts)
+		}
 		var prg *goja.Program
-		if prg, err = goja.CompileAST(ast, false); err == nil {
-			return &unit{prg: prg, src: code, lines: strings.Count(code, "\n") + 1, shift: shift, mapped: true}, ""
+		if prg, err = goja.CompileAST(prog, false); err == nil {
+			return &unit{prg: prg, src: code, lines: lines, shift: shift, mapped: true, ins: ins}, ""
 		}
 	}
 	return nil, "SyntaxError: the sandbox engine cannot run this code: " + err.Error()
+}
+
+// returnLast finds the last expression statement in esbuild's output,
+// follows the source map to where it starts in input, inserts returnWord
+// there and transpiles again. Any step failing keeps prog as it was.
+func returnLast(prog *ast.Program, input string, opts api.TransformOptions) (*ast.Program, insertion) {
+	off, ok := lastExpression(prog)
+	if !ok {
+		return prog, insertion{}
+	}
+	pos := prog.File.Position(off)
+	if pos.Filename != userFile {
+		return prog, insertion{}
+	}
+	at, ok := offsetOf(input, pos.Line, pos.Column)
+	if !ok {
+		return prog, insertion{}
+	}
+	src, ok := insertReturn(input, at)
+	if !ok {
+		return prog, insertion{}
+	}
+	res := api.Transform(src, opts)
+	if len(res.Errors) > 0 {
+		return prog, insertion{}
+	}
+	p2, err := goja.Parse(compiledFile, string(res.Code), noFiles)
+	if err != nil {
+		return prog, insertion{}
+	}
+	// Mapped columns are reported zero-based; mapPositions adds one first.
+	return p2, insertion{line: pos.Line, col: pos.Column + 1}
 }
 
 // syntaxMessage renders an esbuild error at the user's line and column.

@@ -30,8 +30,20 @@
 //   - concurrency: a semaphore whose slot is held until the run's goroutine
 //     has really finished, so runs stuck in native code cannot pile up.
 //
+// None of this bounds native work inside goja (a string doubled in a loop,
+// a huge sort): the process does. So kiln serve runs scripts through a Pool
+// of worker processes (ServeWorker, the hidden `kiln sandbox-worker`), each
+// an in-process Sandbox running one script at a time under a kernel memory
+// limit (cgroup v2 memory.max, else RLIMIT_DATA with RLIMIT_AS behind it;
+// isolation_linux.go) and
+// killed by the host at its deadline plus killGrace. The host and a worker
+// speak length-prefixed JSON frames over the worker's stdin and stdout
+// (wire.go); tool calls come back to the host's Caller. The in-process
+// Sandbox stays for tests and fuzzing.
+//
 // Package jslit, beside it, reads JS literals without an engine for tier 2.
 //
 // Lifecycle: New (compiles the preamble, prepares a runtime) → Run from
-// any number of goroutines. A Sandbox needs no Close.
+// any number of goroutines. A Sandbox needs no Close. NewPool (starts one
+// worker) → Run → Close (kills the workers).
 package sandbox

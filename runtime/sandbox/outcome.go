@@ -93,10 +93,14 @@ func (r *run) thrown(v goja.Value) *Outcome {
 }
 
 func (r *run) errorOutcome(msg string, cause error) *Outcome {
+	return errorOutcome(msg, cause, r.takeLogs(), int(r.calls.Load()))
+}
+
+func errorOutcome(msg string, cause error, logs []string, calls int) *Outcome {
 	return &Outcome{
 		Value:   nullJSON,
-		Logs:    r.takeLogs(),
-		Calls:   int(r.calls.Load()),
+		Logs:    logs,
+		Calls:   calls,
 		IsError: true,
 		Error:   msg,
 		Cause:   fmt.Errorf("%w: %s", cause, firstLine(msg)),
@@ -173,6 +177,7 @@ func (r *run) mapPositions(s string) string {
 		if r.unit.mapped {
 			col++
 		}
+		col = r.unit.ins.shift(line, col)
 		if line == 1 && col > r.unit.shift {
 			col -= r.unit.shift
 		}
@@ -210,23 +215,25 @@ func (r *run) firstPosition(stack string) (line, col int, ok bool) {
 
 // stopped reports a run ended by its context: deadline, memory or cancel.
 func (r *run) stopped() *Outcome {
-	cause := context.Cause(r.ctx)
-	var msg string
+	msg, sentinel := stopMessage(context.Cause(r.ctx), r.sb.lim.Memory, r.timeout, len(r.pending))
+	return r.errorOutcome(msg, sentinel)
+}
+
+// stopMessage says why a run was stopped, in the words a model reads from
+// either engine: in-process, or a worker the host killed.
+func stopMessage(cause error, memory int64, timeout time.Duration, pending int) (string, error) {
 	switch {
 	case errors.Is(cause, ErrMemory):
-		msg = fmt.Sprintf("the script used more than its %d MiB memory budget and was stopped; process less data at once (fetch pages, select fields)", r.sb.lim.Memory>>20)
+		return fmt.Sprintf("the script used more than its %d MiB memory budget and was stopped; process less data at once (fetch pages, select fields)", memory>>20), ErrMemory
 	case errors.Is(cause, ErrTimeout):
-		msg = fmt.Sprintf("the script did not finish within %v and was stopped", r.timeout)
-		if n := len(r.pending); n > 0 {
-			msg += fmt.Sprintf(" while waiting for %d tool calls", n)
+		msg := fmt.Sprintf("the script did not finish within %v and was stopped", timeout)
+		if pending > 0 {
+			msg += fmt.Sprintf(" while waiting for %d tool calls", pending)
 		}
-		msg += "; pass a larger timeout, make fewer calls, or check for an endless loop"
-		cause = ErrTimeout
+		return msg + "; pass a larger timeout, make fewer calls, or check for an endless loop", ErrTimeout
 	default:
-		msg = "the run was canceled by the client"
-		cause = ErrCanceled
+		return "the run was canceled by the client", ErrCanceled
 	}
-	return r.errorOutcome(msg, cause)
 }
 
 // stalled reports a script awaiting a promise that nothing can settle:

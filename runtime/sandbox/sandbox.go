@@ -273,24 +273,7 @@ func (s *Sandbox) Run(ctx context.Context, code string, opts RunOptions) (*Outco
 	return out, nil
 }
 
-func (s *Sandbox) acquire(ctx context.Context) error {
-	select {
-	case s.slots <- struct{}{}:
-		return nil
-	default:
-	}
-	t := time.NewTimer(s.lim.QueueWait)
-	defer t.Stop()
-	select {
-	case s.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("sandbox: waiting for a run slot: %w", context.Cause(ctx))
-	case <-t.C:
-		return fmt.Errorf("%w: %d scripts are already running and none finished within %v; retry shortly or use a direct tool call",
-			ErrBusy, s.lim.MaxConcurrent, s.lim.QueueWait)
-	}
-}
+func (s *Sandbox) acquire(ctx context.Context) error { return acquireSlot(ctx, s.slots, s.lim) }
 
 func (s *Sandbox) release() { <-s.slots }
 

@@ -175,7 +175,7 @@ func expectError(t *testing.T, sb *Sandbox, code string, cause error, contains .
 func TestReturnValues(t *testing.T) {
 	sb, _ := newTestSandbox(t, Limits{}, nil)
 	tests := []struct{ name, code, want string }{
-		{"undefined is null", `1 + 1;`, `null`},
+		{"undefined is null", `1 + 1; return undefined`, `null`},
 		{"number", `return 6 * 7`, `42`},
 		{"object", `return {a: [1, "x", null], b: {c: true}}`, `{"a":[1,"x",null],"b":{"c":true}}`},
 		{"structured content", `return await exa.search({q: "mcp"})`, `{"tool":"exa.search","args":{"q":"mcp"}}`},
@@ -196,6 +196,52 @@ func TestReturnValues(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { expectValue(t, sb, tc.code, tc.want) })
+	}
+}
+
+// TestLastExpressionIsReturned: without an explicit return, a body yields
+// its last expression statement's value, as tier 2 does for one bare call.
+func TestLastExpressionIsReturned(t *testing.T) {
+	sb, _ := newTestSandbox(t, Limits{}, nil)
+	tests := []struct{ name, code, want string }{
+		{"bare call after statements", "const q = `v1`;\nawait exa.search({message: q})", `{"tool":"exa.search","args":{"message":"v1"}}`},
+		{"bare call with template literal", "const n = 1\nawait exa.search({message: `v${n}`})", `{"tool":"exa.search","args":{"message":"v1"}}`},
+		{"TypeScript", "const q: string = 'ts';\nawait exa.search({q} as {q: string})", `{"tool":"exa.search","args":{"q":"ts"}}`},
+		{"TypeScript generic call", "const m = new Map<string, number>([['a', 1]]);\nArray.from<number>(m.values())", `[1]`},
+		{"one expression", `1 + 1;`, `2`},
+		{"expression on the first line", `6 * 7; `, `42`},
+		{"assignment", `let x; x = {a: 1}`, `{"a":1}`},
+		{"console.log is undefined", `const a = 1; console.log(a)`, `null`},
+		{"last statement not an expression", `const a = 1; const b = a + 1;`, `null`},
+		{"explicit return wins", `if (true) return "early"; "late"`, `"early"`},
+		{"fall through to the last expression", `if (false) return "early"; "late"`, `"late"`},
+		{"last statement in a block is not returned", `{ 1 + 1 }`, `null`},
+		{"function declaration last", `function f() { return 1 }`, `null`},
+		{"promise is awaited", `const p = exa.search({n: 1}); p.then(r => r.args.n)`, `1`},
+		{"module form unchanged", "export default async function main() { return 3 }\n", `3`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { expectValue(t, sb, tc.code, tc.want) })
+	}
+}
+
+// TestLastExpressionPositions: the inserted return does not move the
+// positions reported for the statement it precedes.
+func TestLastExpressionPositions(t *testing.T) {
+	sb, _ := newTestSandbox(t, Limits{}, nil)
+	for _, tc := range []struct{ name, last, notLast, at string }{
+		{"JavaScript", "const a = 1;\n  await exa.fail({})", "const a = 1;\n  await exa.fail({}); const z = 0", "input.ts:2:17"},
+		{"JavaScript on line 1", "await exa.fail({})", "await exa.fail({}); const z = 0", "input.ts:1:15"},
+		{"thrown in the last expression", "const a = 1;\n  (() => { throw new Error('x') })()", "const a = 1;\n  (() => { throw new Error('x') })(); const z = 0", "input.ts:2:18"},
+		{"TypeScript", "const a: number = 1;\n  await exa.fail({} as object)", "const a: number = 1;\n  await exa.fail({} as object); const z = 0", "input.ts:2:18"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := expectError(t, sb, tc.notLast, ErrThrown, tc.at)
+			got := expectError(t, sb, tc.last, ErrThrown, tc.at)
+			if want.Error != got.Error {
+				t.Errorf("error with the inserted return:\n%s\nwithout:\n%s", got.Error, want.Error)
+			}
+		})
 	}
 }
 

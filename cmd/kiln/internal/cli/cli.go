@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/kilnmcp/kiln/runtime/sandbox"
 	"github.com/kilnmcp/kiln/runtime/version"
 )
+
+// workerCommand is the hidden subcommand that runs one sandbox worker.
+const workerCommand = "sandbox-worker"
 
 const (
 	exitOK    = 0
@@ -25,6 +29,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "serve":
 		return runServe(ctx, args[1:], stdin, stdout, stderr)
+	case workerCommand:
+		// Hidden: kiln serve starts it to run call_tool_chain programs.
+		return sandbox.ServeWorker(stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "kiln", version.String())
 		return exitOK

@@ -2,11 +2,21 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// TestMain lets this test binary serve as the sandbox worker that an
+// in-process kiln serve starts (it runs os.Executable() sandbox-worker).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == workerCommand {
+		os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 func TestRun(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "kiln.yaml")

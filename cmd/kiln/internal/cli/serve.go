@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -166,16 +167,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		})
 	}
 
-	lim := cfg.Gateway.Sandbox
-	sb, err := sandbox.New(sandbox.Options{Preamble: genbridge.Preamble, Caller: disp, Logger: log, Backends: reg.BackendNames,
-		Limits: sandbox.Limits{
-			Timeout: lim.Timeout, MaxTimeout: lim.MaxTimeout, Memory: lim.MemoryBytes, MaxCalls: lim.MaxCalls,
-			MaxConcurrent: lim.MaxConcurrent, QueueWait: lim.QueueWait,
-		}})
+	sb, err := startSandbox(cfg, disp, reg, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "kiln: sandbox: %v\n", err)
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitFail
 	}
+	defer sb.Close()
 	counter := &pipeline.Counter{}
 	srv := server.New(server.Options{
 		Name:      cfg.Gateway.Name,
@@ -364,4 +361,30 @@ func (v viewSearch) Search(query string, opts search.Options) []search.Hit {
 
 func (v viewSearch) TryAlso(backend, query string, n int) []string {
 	return v.cat.View().Search.TryAlso(backend, query, n)
+}
+
+// startSandbox starts the worker processes that run tier-3 programs: a
+// hidden subcommand of this same binary, so one binary ships everything.
+// A failure is fatal: running programs inside kiln instead would drop the
+// kernel's memory limit without anyone noticing.
+func startSandbox(cfg *config.Config, disp *dispatch.Dispatcher, reg *registry.Registry, log *slog.Logger) (*sandbox.Pool, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: find kiln's own executable to start sandbox workers: %w", err)
+	}
+	lim := cfg.Gateway.Sandbox
+	sb, err := sandbox.NewPool(sandbox.Options{Preamble: genbridge.Preamble, Caller: disp, Logger: log, Backends: reg.BackendNames,
+		Limits: sandbox.Limits{
+			Timeout: lim.Timeout, MaxTimeout: lim.MaxTimeout, Memory: lim.MemoryBytes, MaxCalls: lim.MaxCalls,
+			MaxConcurrent: lim.MaxConcurrent, QueueWait: lim.QueueWait,
+		}}, sandbox.WorkerOptions{Command: func() *exec.Cmd {
+		cmd := exec.Command(self, workerCommand)
+		// A worker needs nothing from kiln's environment (tokens included).
+		cmd.Env = []string{}
+		return cmd
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("%w (call_tool_chain programs run in %s %s processes; check that the binary can be executed)", err, self, workerCommand)
+	}
+	return sb, nil
 }
