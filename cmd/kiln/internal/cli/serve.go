@@ -379,8 +379,13 @@ func startSandbox(cfg *config.Config, disp *dispatch.Dispatcher, reg *registry.R
 			MaxConcurrent: lim.MaxConcurrent, QueueWait: lim.QueueWait,
 		}}, sandbox.WorkerOptions{Command: func() *exec.Cmd {
 		cmd := exec.Command(self, workerCommand)
-		// A worker needs nothing from kiln's environment (tokens included).
+		// A worker needs nothing from kiln's environment (tokens included)
+		// but the loader's path: a SEMANTIC=1 binary links libllama_go.so
+		// and cannot start without it.
 		cmd.Env = []string{}
+		if p, ok := os.LookupEnv("LD_LIBRARY_PATH"); ok {
+			cmd.Env = append(cmd.Env, "LD_LIBRARY_PATH="+p)
+		}
 		return cmd
 	}})
 	if err != nil {

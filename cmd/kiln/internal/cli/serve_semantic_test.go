@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/kilnmcp/kiln/generated"
 	"github.com/kilnmcp/kiln/generated/searchindex"
+	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/search/semantic"
 	"github.com/kilnmcp/kiln/runtime/search/semantic/semantictest"
@@ -160,6 +162,16 @@ func serveConfig(t *testing.T, model, sum string) string {
 	path := filepath.Join(dir, "kiln.yaml")
 	yaml := fmt.Sprintf("version: 1\ngateway:\n  state_dir: %s\n  semantic:\n    model: %s\n    sha256: %s\n    threads: 1\n",
 		filepath.Join(dir, "state"), model, sum)
+	// Compiled backends the config does not name are not served; declared
+	// but disabled, they are searchable and never start.
+	reg := registry.New()
+	if err := generated.RegisterAll(reg); err != nil {
+		t.Fatal(err)
+	}
+	yaml += "backends:\n"
+	for _, name := range reg.BackendNames() {
+		yaml += fmt.Sprintf("  %s:\n    command: \"true\"\n    enabled: false\n", name)
+	}
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
