@@ -46,6 +46,10 @@ type Options struct {
 	// resources or prompts changed; kind is "tools", "resources" or
 	// "prompts".
 	OnListChanged func(backend, kind string)
+	// SoleClient returns the only connected client session that declared
+	// roots, or nil when there are none or several; a backend's roots/list
+	// outside any call goes to it.
+	SoleClient func() ClientSession
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and
@@ -162,7 +166,7 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 
 	callOpts, done := d.obs.track(ctx, backendName)
 	defer done()
-	cctx, cancel := context.WithTimeout(ctx, lim.timeout)
+	cctx, cancel := context.WithTimeout(withClient(ctx), lim.timeout)
 	defer cancel()
 	res, err := conn.CallTool(cctx, tool, args, callOpts)
 	switch {

@@ -66,6 +66,10 @@ type Options struct {
 	// nil passes text through.
 	Scrubber *scrub.Scrubber
 	Logger   *slog.Logger
+	// RootsChanged is told when a client sends
+	// notifications/roots/list_changed; the dispatcher passes it on to the
+	// backends. Optional.
+	RootsChanged func(ctx context.Context)
 }
 
 // Registrar adds and removes backends at run time; *catalog.Catalog is one.
@@ -80,6 +84,10 @@ type Server struct {
 	log   *slog.Logger
 	mcp   *server.MCPServer
 	valid *schema.Validator
+	// sessions and exchanges carry backends' requests to clients
+	// (clientreq.go, mrtr.go).
+	sessions  sessions
+	exchanges exchanges
 }
 
 const instructions = `kiln gives you many backend MCP servers' tools through a few meta-tools.
@@ -103,7 +111,9 @@ func New(opts Options) *Server {
 		server.WithResourceCapabilities(false, false),
 		server.WithLogging(),
 		server.WithInstructions(instructions),
+		server.WithHooks(s.clientHooks()),
 	)
+	s.mcp.AddNotificationHandler(string(mcp.MethodNotificationRootsListChanged), s.rootsChanged)
 	handlers := map[string]func(context.Context, json.RawMessage) *toolcall.Result{
 		toolSearch:     s.searchTools,
 		toolList:       s.listToolsMeta,
@@ -143,7 +153,15 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 		if verr := s.valid.Validate(mt.name, json.RawMessage(mt.schema), args); verr != nil {
 			return toMCP(s.opts.Scrubber.Result(toolcall.Errorf("%s: %v", mt.name, verr)))
 		}
-		out := h(s.observe(ctx, req), args)
+		var out *toolcall.Result
+		if mt.name == toolChain && modern(ctx) {
+			var ask *mcp.CallToolResult
+			if out, ask = s.resumable(ctx, req, args, h); ask != nil {
+				return ask, nil
+			}
+		} else {
+			out = h(s.observe(ctx, req), args)
+		}
 		if mt.name != toolChain {
 			// call_tool_chain scrubs inside the engine, before truncation
 			// (chain.Options.Scrub); scanning again would cost, not protect.

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -102,6 +103,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	go saveUsageEvery(ctx, usage, log, 30*time.Second)
 
 	var cat *catalog.Catalog
+	// Backends may ask for roots before the server exists.
+	var srvRef atomic.Pointer[server.Server]
 	refresh := func(name string) {
 		ctx, cancel := context.WithTimeout(ctx, cfg.Gateway.ConnectTimeout)
 		defer cancel()
@@ -115,6 +118,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			if kind == "tools" {
 				refresh(name)
 			}
+		},
+		SoleClient: func() dispatch.ClientSession {
+			if srv := srvRef.Load(); srv != nil {
+				return srv.SoleClient()
+			}
+			return nil
 		}})
 	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log,
 		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) }})
@@ -155,6 +164,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Drifts:    cat.Drifts,
 		Scrubber:  scrubber,
 		Logger:    log,
+		RootsChanged: func(ctx context.Context) {
+			disp.RootsChanged(context.WithoutCancel(ctx))
+		},
 		Chain: chain.New(chain.Options{
 			Caller:   disp,
 			Registry: reg,
@@ -171,6 +183,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Logger:         log,
 		}),
 	})
+	srvRef.Store(srv)
 	if *httpAddr == "" {
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)
