@@ -30,7 +30,7 @@ const exchangeIdle = 10 * time.Minute
 type exchange struct {
 	token  string
 	cancel context.CancelFunc
-	ended  <-chan struct{} // the run's context is done
+	ended  <-chan struct{}       // the run's context is done
 	done   chan *toolcall.Result // the run's result, once
 	wake   chan struct{}         // a new question is pending
 
