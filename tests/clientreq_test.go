@@ -3,16 +3,22 @@
 package tests
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A backend's requests to the client (elicitation, sampling, roots) reach
@@ -188,5 +194,215 @@ func TestClientRequestWithoutCapabilityFailsFast(t *testing.T) {
 	r := chainCall(t, c, `{"tool": "everything.trigger-elicitation-request", "arguments": {}}`)
 	if !r.IsError || !strings.Contains(r.Text(), `did not declare the "elicitation" capability`) {
 		t.Fatalf("want an error naming the missing capability, got isError=%v %s", r.IsError, r.Text())
+	}
+}
+
+// askHTTP connects an mcp-go client with a's handlers to kiln over
+// streamable HTTP.
+func askHTTP(t *testing.T, url string, a *asker) *mcpclient.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(tr, mcpclient.WithElicitationHandler(a), mcpclient.WithSamplingHandler(a), mcpclient.WithRootsHandler(a))
+	startMCPGo(t, c)
+	return c
+}
+
+// askConfig declares server-everything and lets register_manual start the
+// fault server.
+func askConfig(t *testing.T) string {
+	t.Helper()
+	mods := filepath.Join(repoRoot(t), "tests/node_modules/@modelcontextprotocol")
+	cfg := fmt.Sprintf(`version: 1
+gateway:
+  state_dir: %s
+  registration:
+    allow_commands: [%s]
+backends:
+  everything:
+    transport: stdio
+    command: node
+    args: [%s/server-everything/dist/index.js, stdio]
+`, t.TempDir(), faultBin(t), mods)
+	path := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startFaultHTTPServer runs the fault server on streamable HTTP (stateful,
+// so kiln talks to it with the 2025-11-25 handshake) and returns its URL.
+func startFaultHTTPServer(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(faultBin(t), "--http", "127.0.0.1:0", "--state-dir", t.TempDir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+				url <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-url:
+		return u
+	case <-t.Context().Done():
+		t.Fatal("fault server did not listen")
+	}
+	return ""
+}
+
+func register(t *testing.T, c *mcpclient.Client, tpl map[string]any) {
+	t.Helper()
+	res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "register_manual", Arguments: map[string]any{"manual_call_template": tpl}}})
+	if err != nil || res.IsError {
+		t.Fatalf("register %v: %v %+v", tpl["name"], err, res)
+	}
+}
+
+// Two sessions call the same backend and its requests to the client are in
+// flight at the same moment: each session is asked its own question and
+// each call gets its own answer. That holds wherever the backend's request
+// can be tied to its call: a backend on protocol 2026-07-28 (input-required
+// results, here the go-sdk fault server over stdio) and a streamable HTTP
+// backend that asks on the call's response stream (the fault server over
+// HTTP with the 2025-11-25 handshake).
+func TestTwoSessionsEachGetTheirOwnAnswer(t *testing.T) {
+	url := startHTTP(t, "--config", askConfig(t))
+	a := &asker{name: "ada", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
+	b := &asker{name: "bob", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
+	ca, cb := askHTTP(t, url, a), askHTTP(t, url, b)
+	register(t, ca, map[string]any{"name": "fx", "transport": "stdio", "command": faultBin(t)})
+	register(t, ca, map[string]any{"name": "fh", "transport": "http", "url": startFaultHTTPServer(t)})
+
+	for _, id := range []string{"fx.ask", "fh.ask"} {
+		t.Run(id, func(t *testing.T) {
+			code := fmt.Sprintf(`{"tool": %q, "arguments": {"question": "your name?"}}`, id)
+			results := make(chan [2]string, 2)
+			for _, s := range []struct {
+				name string
+				c    *mcpclient.Client
+			}{{"ada", ca}, {"bob", cb}} {
+				go func() {
+					res, err := s.c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": code}}})
+					if err != nil {
+						results <- [2]string{s.name, err.Error()}
+						return
+					}
+					r, _ := toResult(res.Content, res.StructuredContent, res.IsError)
+					results <- [2]string{s.name, r.Text()}
+				}()
+			}
+			// Both questions are open before either is answered.
+			for _, x := range []*asker{a, b} {
+				select {
+				case <-x.arrived:
+				case <-t.Context().Done():
+					t.Fatalf("%s was never asked", x.name)
+				}
+			}
+			a.gate <- struct{}{}
+			b.gate <- struct{}{}
+			for range 2 {
+				r := <-results
+				if !strings.Contains(r[1], "answer: "+r[0]) {
+					t.Errorf("%s's call got %q, want its own answer", r[0], r[1])
+				}
+			}
+		})
+	}
+}
+
+// server-everything over stdio speaks 2025-11-25, whose requests to the
+// client name no call. While one session's elicitation is open, a second
+// session's call to the same backend asks too: kiln cannot tell whose
+// question it is, so it refuses it at once, and the first session still
+// gets its answer.
+func TestAmbiguousRequestIsRefused(t *testing.T) {
+	url := startHTTP(t, "--config", askConfig(t))
+	a := &asker{name: "ada", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
+	b := &asker{name: "bob", arrived: make(chan struct{}, 8)}
+	ca, cb := askHTTP(t, url, a), askHTTP(t, url, b)
+	waitTool(t, ca, "everything.trigger-elicitation-request")
+	code := `{"tool": "everything.trigger-elicitation-request", "arguments": {}}`
+	first := make(chan result, 1)
+	go func() { first <- chainCall(t, ca, code) }()
+	select {
+	case <-a.arrived:
+	case <-t.Context().Done():
+		t.Fatal("ada was never asked")
+	}
+	r := chainCall(t, cb, code)
+	if !r.IsError || !strings.Contains(r.Text(), "calls from 2 client sessions") {
+		t.Errorf("second session: want kiln's refusal, got isError=%v %s", r.IsError, r.Text())
+	}
+	if b.has("elicit") {
+		t.Errorf("bob was asked a question that may be ada's: %v", b.asked)
+	}
+	a.gate <- struct{}{}
+	if r := <-first; r.IsError || !strings.Contains(r.Text(), "ada@example.com") {
+		t.Errorf("first session lost its answer: %s", r.Text())
+	}
+}
+
+// The official go-sdk client (2026-07-28, input-required rounds) answers an
+// elicitation from inside a TypeScript program and lists its roots.
+func TestGoSDKClientAnswersFromAProgram(t *testing.T) {
+	cmd := exec.Command(kilnBin(t), "serve", "--config", peerConfig(t, peerOptions{OnlyEverything: true}))
+	cmd.Dir = repoRoot(t)
+	cmd.Stderr = testWriter{t, "kiln"}
+	c := sdk.NewClient(&sdk.Implementation{Name: "kiln-e2e-sdk", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "grace", "check": true, "email": "grace@example.com"}}, nil
+		},
+	})
+	c.AddRoots(&sdk.Root{URI: "file:///tmp/grace-root", Name: "grace"})
+	cs, err := c.Connect(t.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(code string) string {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": code}})
+		if err != nil {
+			t.Fatalf("%s: %v", code, err)
+		}
+		var parts []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				parts = append(parts, tc.Text)
+			}
+		}
+		if res.IsError {
+			t.Fatalf("%s: error result %s", code, strings.Join(parts, "\n"))
+		}
+		return strings.Join(parts, "\n")
+	}
+	eventually(t, "kiln lists everything.trigger-elicitation-request", func() bool {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "tool_info", Arguments: map[string]any{"tool_name": "everything.trigger-elicitation-request"}})
+		return err == nil && !res.IsError
+	})
+	out := call(`const sum = await everything.get_sum({a: 2, b: 3});
+const r = await everything.trigger_elicitation_request({});
+return {sum, r};`)
+	if !strings.Contains(out, "grace@example.com") {
+		t.Errorf("program result lacks the go-sdk client's answer: %s", out)
+	}
+	if out := call(`{"tool": "everything.get-roots-list", "arguments": {}}`); !strings.Contains(out, "file:///tmp/grace-root") {
+		t.Errorf("roots: %s", out)
 	}
 }

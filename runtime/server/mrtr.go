@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -227,3 +228,18 @@ func (s *Server) inputRequired(ex *exchange, ask mcp.InputRequests) *mcp.CallToo
 
 // modern reports whether the request uses protocol 2026-07-28 or later.
 func modern(ctx context.Context) bool { return server.IsModernRequest(ctx) }
+
+// mcp-go writes a roots/list input request without params, which the
+// spec allows and go-sdk v1.8.0 clients cannot decode ("unexpected end of
+// JSON input"): kiln sends an empty params object, which both accept.
+var (
+	bareRoots  = []byte(`{"method":"roots/list"}`)
+	rootsEmpty = []byte(`{"method":"roots/list","params":{}}`)
+)
+
+func withRootsParams(msg []byte) []byte {
+	if !bytes.Contains(msg, bareRoots) {
+		return msg
+	}
+	return bytes.ReplaceAll(msg, bareRoots, rootsEmpty)
+}
