@@ -83,8 +83,11 @@ func (a *asker) ListRoots(context.Context, mcpgo.ListRootsRequest) (*mcpgo.ListR
 }
 
 // askClient starts kiln over stdio on cfg and connects an mcp-go client
-// with a's handlers (nil: a client without those capabilities).
-func askClient(t *testing.T, cfg string, a *asker) *mcpclient.Client {
+// with a's handlers (nil: a client without those capabilities). legacy
+// pins the client to the 2025-11-25 handshake, where kiln sends it
+// requests; otherwise it speaks 2026-07-28 and kiln asks through
+// input-required results.
+func askClient(t *testing.T, cfg string, a *asker, legacy bool) *mcpclient.Client {
 	t.Helper()
 	tr := transport.NewStdioWithOptions(kilnBin(t), nil, []string{"serve", "--config", cfg},
 		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
@@ -98,10 +101,19 @@ func askClient(t *testing.T, cfg string, a *asker) *mcpclient.Client {
 		opts = append(opts, mcpclient.WithElicitationHandler(a), mcpclient.WithSamplingHandler(a), mcpclient.WithRootsHandler(a),
 			mcpclient.WithClientCapabilities(mcpgo.ClientCapabilities{Elicitation: &mcpgo.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}}))
 	}
+	if legacy {
+		opts = append(opts, mcpclient.WithLegacyProtocolOnly())
+	}
 	c := mcpclient.NewClient(tr, opts...)
 	startMCPGo(t, c)
 	return c
 }
+
+// protocols are the two ways kiln reaches a client.
+var protocols = []struct {
+	name   string
+	legacy bool
+}{{"2026-07-28", false}, {"2025-11-25", true}}
 
 // chainCall runs call_tool_chain and returns its text, failing on a
 // protocol error.
@@ -129,9 +141,15 @@ func waitTool(t *testing.T, c *mcpclient.Client, id string) {
 }
 
 func TestClientRequestsReachTheCaller(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) { testClientRequests(t, p.legacy) })
+	}
+}
+
+func testClientRequests(t *testing.T, legacy bool) {
 	cfg := peerConfig(t, peerOptions{OnlyEverything: true})
 	a := &asker{name: "ada", roots: []string{"/tmp/ada-root"}}
-	c := askClient(t, cfg, a)
+	c := askClient(t, cfg, a, legacy)
 	waitTool(t, c, "everything.trigger-elicitation-request")
 
 	tiers := []struct{ name, code string }{
@@ -186,26 +204,44 @@ func (a *asker) has(prefix string) bool {
 // A client without the capability gets a clear answer, not a hang: kiln
 // refuses the backend's request at once and the backend reports it.
 func TestClientRequestWithoutCapabilityFailsFast(t *testing.T) {
-	cfg := peerConfig(t, peerOptions{OnlyEverything: true})
-	c := askClient(t, cfg, nil)
-	// server-everything registers its eliciting tool because kiln offers
-	// elicitation; this client cannot answer it.
-	waitTool(t, c, "everything.trigger-elicitation-request")
-	r := chainCall(t, c, `{"tool": "everything.trigger-elicitation-request", "arguments": {}}`)
-	if !r.IsError || !strings.Contains(r.Text(), `did not declare the "elicitation" capability`) {
-		t.Fatalf("want an error naming the missing capability, got isError=%v %s", r.IsError, r.Text())
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			cfg := peerConfig(t, peerOptions{OnlyEverything: true})
+			c := askClient(t, cfg, nil, p.legacy)
+			// server-everything registers its eliciting tool because kiln
+			// offers elicitation; this client cannot answer it.
+			waitTool(t, c, "everything.trigger-elicitation-request")
+			r := chainCall(t, c, `{"tool": "everything.trigger-elicitation-request", "arguments": {}}`)
+			if !r.IsError || !strings.Contains(r.Text(), `did not declare the "elicitation" capability`) {
+				t.Fatalf("want an error naming the missing capability, got isError=%v %s", r.IsError, r.Text())
+			}
+			r = chainCall(t, c, `{"tool": "everything.trigger-sampling-request", "arguments": {"prompt": "hi"}}`)
+			if !r.IsError || !strings.Contains(r.Text(), `did not declare the "sampling" capability`) {
+				t.Fatalf("want an error naming the missing capability, got isError=%v %s", r.IsError, r.Text())
+			}
+		})
 	}
 }
 
 // askHTTP connects an mcp-go client with a's handlers to kiln over
 // streamable HTTP.
-func askHTTP(t *testing.T, url string, a *asker) *mcpclient.Client {
+func askHTTP(t *testing.T, url string, a *asker, legacy bool) *mcpclient.Client {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(url + "/mcp")
+	var topts []transport.StreamableHTTPCOption
+	if legacy {
+		// Server requests of a 2025-11-25 session also come on the
+		// standalone GET stream.
+		topts = append(topts, transport.WithContinuousListening())
+	}
+	tr, err := transport.NewStreamableHTTP(url+"/mcp", topts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mcpclient.NewClient(tr, mcpclient.WithElicitationHandler(a), mcpclient.WithSamplingHandler(a), mcpclient.WithRootsHandler(a))
+	opts := []mcpclient.ClientOption{mcpclient.WithElicitationHandler(a), mcpclient.WithSamplingHandler(a), mcpclient.WithRootsHandler(a)}
+	if legacy {
+		opts = append(opts, mcpclient.WithLegacyProtocolOnly())
+	}
+	c := mcpclient.NewClient(tr, opts...)
 	startMCPGo(t, c)
 	return c
 }
@@ -281,10 +317,16 @@ func register(t *testing.T, c *mcpclient.Client, tpl map[string]any) {
 // backend that asks on the call's response stream (the fault server over
 // HTTP with the 2025-11-25 handshake).
 func TestTwoSessionsEachGetTheirOwnAnswer(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) { testTwoSessions(t, p.legacy) })
+	}
+}
+
+func testTwoSessions(t *testing.T, legacy bool) {
 	url := startHTTP(t, "--config", askConfig(t))
 	a := &asker{name: "ada", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
 	b := &asker{name: "bob", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
-	ca, cb := askHTTP(t, url, a), askHTTP(t, url, b)
+	ca, cb := askHTTP(t, url, a, legacy), askHTTP(t, url, b, legacy)
 	register(t, ca, map[string]any{"name": "fx", "transport": "stdio", "command": faultBin(t)})
 	register(t, ca, map[string]any{"name": "fh", "transport": "http", "url": startFaultHTTPServer(t)})
 
@@ -335,7 +377,7 @@ func TestAmbiguousRequestIsRefused(t *testing.T) {
 	url := startHTTP(t, "--config", askConfig(t))
 	a := &asker{name: "ada", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
 	b := &asker{name: "bob", arrived: make(chan struct{}, 8)}
-	ca, cb := askHTTP(t, url, a), askHTTP(t, url, b)
+	ca, cb := askHTTP(t, url, a, true), askHTTP(t, url, b, false)
 	waitTool(t, ca, "everything.trigger-elicitation-request")
 	code := `{"tool": "everything.trigger-elicitation-request", "arguments": {}}`
 	first := make(chan result, 1)
