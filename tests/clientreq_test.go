@@ -75,6 +75,8 @@ func (a *asker) CreateMessage(_ context.Context, req mcpgo.CreateMessageRequest)
 
 func (a *asker) ListRoots(context.Context, mcpgo.ListRootsRequest) (*mcpgo.ListRootsResult, error) {
 	a.record("roots")
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	res := &mcpgo.ListRootsResult{Roots: []mcpgo.Root{}}
 	for _, r := range a.roots {
 		res.Roots = append(res.Roots, mcpgo.Root{URI: "file://" + r, Name: filepath.Base(r)})
@@ -447,4 +449,52 @@ return {sum, r};`)
 	if out := call(`{"tool": "everything.get-roots-list", "arguments": {}}`); !strings.Contains(out, "file:///tmp/grace-root") {
 		t.Errorf("roots: %s", out)
 	}
+}
+
+// server-filesystem replaces its folders with the client's roots. Behind
+// kiln over stdio (one client), it asks when it connects and again when
+// the client's roots change, and kiln answers with the client's roots.
+func TestFilesystemServesTheClientsRoots(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgText := fmt.Sprintf(`version: 1
+gateway:
+  state_dir: %s
+  registration:
+    allow_commands: [%s]
+backends:
+  everything:
+    transport: stdio
+    command: %s
+    args: [%s/tests/node_modules/@modelcontextprotocol/server-everything/dist/index.js, stdio]
+`, t.TempDir(), node, node, repoRoot(t))
+	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own, first, second := t.TempDir(), t.TempDir(), t.TempDir()
+	a := &asker{name: "ada", roots: []string{first}}
+	c := askClient(t, cfg, a, true)
+	register(t, c, map[string]any{"name": "fsroots", "transport": "stdio", "command": node,
+		"args": []string{filepath.Join(repoRoot(t), "tests/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), own}})
+	allowed := func() string {
+		return chainCall(t, c, `{"tool": "fsroots.list_allowed_directories", "arguments": {}}`).Text()
+	}
+	eventually(t, "server-filesystem serves the client's root", func() bool {
+		return strings.Contains(allowed(), first)
+	})
+	if strings.Contains(allowed(), own) {
+		t.Errorf("the folder kiln started it with is still served: %s", allowed())
+	}
+	a.mu.Lock()
+	a.roots = []string{second}
+	a.mu.Unlock()
+	if err := c.RootListChanges(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "server-filesystem follows roots/list_changed", func() bool {
+		return strings.Contains(allowed(), second)
+	})
 }

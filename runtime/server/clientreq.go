@@ -192,9 +192,19 @@ func (s *Server) SoleClient() dispatch.ClientSession {
 }
 
 // rootsChanged passes a client's notifications/roots/list_changed on to
-// the backends.
+// the backends, off the client's message loop (an HTTP backend may be
+// slow to take it).
 func (s *Server) rootsChanged(ctx context.Context, _ mcp.JSONRPCNotification) {
 	if s.opts.RootsChanged != nil {
-		s.opts.RootsChanged(ctx)
+		go s.opts.RootsChanged(context.WithoutCancel(ctx))
+	}
+}
+
+// initialized tells the backends to ask for roots again once the only
+// client has declared roots: a backend asks when it connects, often before
+// any client is there, and what it serves must not depend on that race.
+func (s *Server) initialized(ctx context.Context, n mcp.JSONRPCNotification) {
+	if s.SoleClient() != nil {
+		s.rootsChanged(ctx, n)
 	}
 }

@@ -114,6 +114,7 @@ func New(opts Options) *Server {
 		server.WithHooks(s.clientHooks()),
 	)
 	s.mcp.AddNotificationHandler(string(mcp.MethodNotificationRootsListChanged), s.rootsChanged)
+	s.mcp.AddNotificationHandler(string(mcp.MethodNotificationInitialized), s.initialized)
 	handlers := map[string]func(context.Context, json.RawMessage) *toolcall.Result{
 		toolSearch:     s.searchTools,
 		toolList:       s.listToolsMeta,

@@ -151,22 +151,20 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	counter := &pipeline.Counter{}
 	srv := server.New(server.Options{
-		Name:      cfg.Gateway.Name,
-		Version:   version.String(),
-		Config:    cfg,
-		Registry:  reg,
-		Status:    disp,
-		Search:    viewSearch{cat},
-		Boost:     usage.Boost,
-		Counter:   counter,
-		Ref:       func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
-		Registrar: cat,
-		Drifts:    cat.Drifts,
-		Scrubber:  scrubber,
-		Logger:    log,
-		RootsChanged: func(ctx context.Context) {
-			disp.RootsChanged(context.WithoutCancel(ctx))
-		},
+		Name:         cfg.Gateway.Name,
+		Version:      version.String(),
+		Config:       cfg,
+		Registry:     reg,
+		Status:       disp,
+		Search:       viewSearch{cat},
+		Boost:        usage.Boost,
+		Counter:      counter,
+		Ref:          func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
+		Registrar:    cat,
+		Drifts:       cat.Drifts,
+		Scrubber:     scrubber,
+		Logger:       log,
+		RootsChanged: func(ctx context.Context) { disp.RootsChanged(ctx) },
 		Chain: chain.New(chain.Options{
 			Caller:   disp,
 			Registry: reg,
