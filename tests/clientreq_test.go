@@ -498,3 +498,72 @@ backends:
 		return strings.Contains(allowed(), second)
 	})
 }
+
+var (
+	confOnce sync.Once
+	confPath string
+	confErr  error
+)
+
+// conformanceServer builds the go-sdk conformance everything-server
+// (v1.8.0, the version in go.mod) once, in a scratch module: a plain go
+// build of the package from this module misses go.sum entries.
+func conformanceServer(t *testing.T) string {
+	t.Helper()
+	confOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kiln-conformance-server")
+		if err != nil {
+			confErr = err
+			return
+		}
+		for _, args := range [][]string{
+			{"mod", "init", "scratch"},
+			{"get", "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0"},
+			{"build", "-o", "everything-server", "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
+		} {
+			cmd := exec.Command("go", args...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				confErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+				return
+			}
+		}
+		confPath = filepath.Join(dir, "everything-server")
+	})
+	if confErr != nil {
+		t.Fatal(confErr)
+	}
+	return confPath
+}
+
+// The go-sdk conformance server over stdio speaks 2026-07-28: its
+// input-required results come back to kiln, which asks its own client
+// (a request before 2026-07-28, an input-required result after) and
+// retries with the answers and the server's requestState.
+func TestConformanceServerInputRequired(t *testing.T) {
+	bin := conformanceServer(t)
+	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\ngateway:\n  state_dir: %s\n  registration:\n    allow_commands: [%s]\nbackends: {}\n", t.TempDir(), bin)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			a := &asker{name: "ada", roots: []string{"/tmp/ada-root"}}
+			c := askClient(t, cfg, a, p.legacy)
+			register(t, c, map[string]any{"name": "conf", "transport": "stdio", "command": bin})
+			for tool, want := range map[string]string{
+				"test_input_required_result_elicitation":     "Hello, ada!",
+				"test_input_required_result_sampling":        "Sampling response: sampled by ada",
+				"test_input_required_result_list_roots":      "Client exposed 1 root(s): file:///tmp/ada-root",
+				"test_input_required_result_multiple_inputs": "sampled by ada ada — 1 root(s) visible",
+				"test_input_required_result_request_state":   "state-ok",
+				"test_input_required_result_multi_round":     "Multi-round complete: ada likes",
+			} {
+				r := chainCall(t, c, fmt.Sprintf(`{"tool": "conf.%s", "arguments": {}}`, tool))
+				if r.IsError || !strings.Contains(r.Text(), want) {
+					t.Errorf("%s: isError=%v %q, want %q", tool, r.IsError, r.Text(), want)
+				}
+			}
+		})
+	}
+}
