@@ -21,12 +21,18 @@ type ClientSession interface {
 	SessionID() string
 }
 
+// ObserverFrom returns the observer WithObserver put in ctx, or nil.
+func ObserverFrom(ctx context.Context) *Observer {
+	obs, _ := ctx.Value(observerKey{}).(*Observer)
+	return obs
+}
+
 // withClient gives a backend call the context that routes the backend's
 // requests to the caller's session exactly, where the SDK can tie a
 // request to the call (2026-07-28 input-required rounds, a streamable HTTP
 // backend's response stream).
 func withClient(ctx context.Context) context.Context {
-	if obs, _ := ctx.Value(observerKey{}).(*Observer); obs != nil && obs.Client != nil {
+	if obs := ObserverFrom(ctx); obs != nil && obs.Client != nil {
 		return backend.WithRequester(ctx, obs.Client)
 	}
 	return ctx

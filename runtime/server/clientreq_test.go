@@ -1,11 +1,17 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
 func TestCapableNamesTheMissingCapability(t *testing.T) {
@@ -61,4 +67,69 @@ func TestRootsInputRequestGetsParams(t *testing.T) {
 	if string(withNotFoundURI(other)) != string(other) {
 		t.Errorf("a roots/list request was changed: %s", withNotFoundURI(other))
 	}
+}
+
+func TestUnknownRequestStateIsRefused(t *testing.T) {
+	s := New(Options{})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolChain}}
+	req.Params.RequestState = "forged"
+	out, ask := s.resumable(t.Context(), req, json.RawMessage(`{}`), func(context.Context, json.RawMessage) *toolcall.Result {
+		t.Fatal("a forged requestState started a run")
+		return nil
+	})
+	if ask != nil || out == nil || !out.IsError || !strings.Contains(out.TextContent(), "call again without requestState") {
+		t.Errorf("got %+v, %+v; want an error saying to call again", out, ask)
+	}
+}
+
+// A run that asks twice is answered over two rounds, each with the
+// questions not yet seen, and ends with the run's own result.
+func TestExchangeRounds(t *testing.T) {
+	s := New(Options{})
+	run := func(ctx context.Context, _ json.RawMessage) *toolcall.Result {
+		c := dispatchClient(ctx)
+		a, err := c.ClientRequest(ctx, "roots/list", json.RawMessage(`{}`))
+		if err != nil {
+			return toolcall.Errorf("%v", err)
+		}
+		b, err := c.ClientRequest(ctx, "roots/list", json.RawMessage(`{}`))
+		if err != nil {
+			return toolcall.Errorf("%v", err)
+		}
+		return toolcall.Text(string(a) + "|" + string(b))
+	}
+	ctx := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+		ClientCapabilities: &mcp.ClientCapabilities{Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}}})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolChain}}
+	var answers []string
+	for round := 1; ; round++ {
+		out, ask := s.resumable(ctx, req, nil, run)
+		if out != nil {
+			if want := `{"roots":[{"uri":"file:///r1"}]}|{"roots":[{"uri":"file:///r2"}]}`; out.TextContent() != want {
+				t.Errorf("result %q, want %q", out.TextContent(), want)
+			}
+			break
+		}
+		if round > 2 || len(ask.InputRequests) != 1 || ask.RequestState == "" {
+			t.Fatalf("round %d: %+v", round, ask)
+		}
+		responses := mcp.InputResponses{}
+		for id := range ask.InputRequests {
+			var r mcp.InputResponse
+			_ = r.UnmarshalJSON([]byte(fmt.Sprintf(`{"roots":[{"uri":"file:///r%d"}]}`, round)))
+			responses[id] = r
+			answers = append(answers, id)
+		}
+		req.Params.RequestState, req.Params.InputResponses = ask.RequestState, responses
+	}
+	if len(answers) != 2 || answers[0] == answers[1] {
+		t.Errorf("questions %v, want two distinct ones", answers)
+	}
+}
+
+// dispatchClient is the client session observe put into ctx for the run.
+func dispatchClient(ctx context.Context) dispatch.ClientSession {
+	return dispatch.ObserverFrom(ctx).Client
 }

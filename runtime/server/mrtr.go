@@ -148,6 +148,20 @@ func (ex *exchange) unsent() mcp.InputRequests {
 	return out
 }
 
+// serveCall runs h, a tool handler, so that what backends send while it
+// runs reaches the client that made req: progress, log messages and
+// requests to the client. backends says h may call backends: then a
+// 2026-07-28 request runs resumably (its questions go back as
+// input-required results, ask non-nil). Every handler that dispatches
+// backend calls goes through here.
+func (s *Server) serveCall(ctx context.Context, req mcp.CallToolRequest, args json.RawMessage,
+	h func(context.Context, json.RawMessage) *toolcall.Result, backends bool) (out *toolcall.Result, ask *mcp.CallToolResult) {
+	if backends && modern(ctx) {
+		return s.resumable(ctx, req, args, h)
+	}
+	return h(s.observe(ctx, req), args), nil
+}
+
 // resumable runs h for a 2026-07-28 request so that it can ask the client
 // through input-required results, or resumes the run the request's
 // requestState names.

@@ -154,14 +154,9 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 		if verr := s.valid.Validate(mt.name, json.RawMessage(mt.schema), args); verr != nil {
 			return toMCP(s.opts.Scrubber.Result(toolcall.Errorf("%s: %v", mt.name, verr)))
 		}
-		var out *toolcall.Result
-		if mt.name == toolChain && modern(ctx) {
-			var ask *mcp.CallToolResult
-			if out, ask = s.resumable(ctx, req, args, h); ask != nil {
-				return ask, nil
-			}
-		} else {
-			out = h(s.observe(ctx, req), args)
+		out, ask := s.serveCall(ctx, req, args, h, mt.name == toolChain)
+		if ask != nil {
+			return ask, nil
 		}
 		if mt.name != toolChain {
 			// call_tool_chain scrubs inside the engine, before truncation
