@@ -567,3 +567,23 @@ func TestConformanceServerInputRequired(t *testing.T) {
 		})
 	}
 }
+
+// mcp-go's HTTP client gives a question that arrives on a streamable HTTP
+// backend's response stream 30 s, and loses any answer sent later. A client
+// that does not answer in time makes kiln refuse the question just before
+// that, so the backend gets a clear error instead of waiting forever.
+func TestLateAnswerIsRefusedNotHung(t *testing.T) {
+	url := startHTTP(t, "--config", askConfig(t))
+	a := &asker{name: "ada", gate: make(chan struct{}), arrived: make(chan struct{}, 8)} // never opened
+	c := askHTTP(t, url, a, true)
+	register(t, c, map[string]any{"name": "fh", "transport": "http", "url": startFaultHTTPServer(t), "timeout": "2m"})
+	res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain",
+		Arguments: map[string]any{"code": `{"tool": "fh.ask", "arguments": {"question": "q"}}`, "timeout": 90000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := toResult(res.Content, res.StructuredContent, res.IsError)
+	if !r.IsError || !strings.Contains(r.Text(), `the client did not answer backend "fh"'s elicitation/create within the `) {
+		t.Fatalf("want kiln's refusal, got isError=%v %s", r.IsError, r.Text())
+	}
+}

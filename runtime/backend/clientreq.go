@@ -3,7 +3,9 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -59,10 +61,32 @@ type forwarder struct {
 	route func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
-func (f *forwarder) forward(ctx context.Context, method string, params any, out any) error {
+// replyMargin is how long before its deadline a question is given up, so
+// the refusal still reaches the backend.
+const replyMargin = 2 * time.Second
+
+func (f *forwarder) forward(ctx context.Context, method string, params any, out any) (err error) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return fmt.Errorf("kiln could not encode backend %q's %s request: %w", f.name, method, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		// mcp-go sends the answer to a question from an HTTP backend's
+		// stream under the question's own 30 s deadline: an answer later
+		// than that is lost and the backend waits for nothing. Give up
+		// early enough that the refusal still reaches it.
+		left := time.Until(dl.Add(-replyMargin)).Round(time.Second)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-replyMargin))
+		defer cancel()
+		defer func() {
+			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				// Not wrapped: the SDK replaces a cancellation's text with
+				// "request was cancelled", and this one says why.
+				err = fmt.Errorf("the client did not answer backend %q's %s within the %s left for it (the call's timeout, or the 30 s an HTTP backend's question gets); last: %v",
+					f.name, method, left, err)
+			}
+		}()
 	}
 	var res json.RawMessage
 	if r, ok := ctx.Value(requesterKey{}).(Requester); ok && r != nil {
