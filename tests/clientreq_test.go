@@ -587,3 +587,20 @@ func TestLateAnswerIsRefusedNotHung(t *testing.T) {
 		t.Fatalf("want kiln's refusal, got isError=%v %s", r.IsError, r.Text())
 	}
 }
+
+// The legacy SSE front door carries kiln's request to the client too.
+func TestClientRequestOverSSE(t *testing.T) {
+	url := startHTTP(t, "--config", peerConfig(t, peerOptions{OnlyEverything: true}))
+	a := &asker{name: "ada"}
+	tr, err := transport.NewSSE(url + "/sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(tr, mcpclient.WithElicitationHandler(a), mcpclient.WithSamplingHandler(a), mcpclient.WithRootsHandler(a))
+	startMCPGo(t, c)
+	waitTool(t, c, "everything.trigger-elicitation-request")
+	r := chainCall(t, c, `return await everything.trigger_elicitation_request({});`)
+	if r.IsError || !strings.Contains(r.Text(), "ada@example.com") {
+		t.Fatalf("over SSE: isError=%v %s", r.IsError, r.Text())
+	}
+}
