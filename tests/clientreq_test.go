@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -317,7 +318,8 @@ func register(t *testing.T, c *mcpclient.Client, tpl map[string]any) {
 // can be tied to its call: a backend on protocol 2026-07-28 (input-required
 // results, here the go-sdk fault server over stdio) and a streamable HTTP
 // backend that asks on the call's response stream (the fault server over
-// HTTP with the 2025-11-25 handshake).
+// HTTP with the 2025-11-25 handshake, and server-everything on the
+// TypeScript SDK's streamable HTTP).
 func TestTwoSessionsEachGetTheirOwnAnswer(t *testing.T) {
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) { testTwoSessions(t, p.legacy) })
@@ -331,10 +333,14 @@ func testTwoSessions(t *testing.T, legacy bool) {
 	ca, cb := askHTTP(t, url, a, legacy), askHTTP(t, url, b, legacy)
 	register(t, ca, map[string]any{"name": "fx", "transport": "stdio", "command": faultBin(t)})
 	register(t, ca, map[string]any{"name": "fh", "transport": "http", "url": startFaultHTTPServer(t)})
+	register(t, ca, map[string]any{"name": "eh", "transport": "http", "url": startEverythingHTTP(t)})
 
-	for _, id := range []string{"fx.ask", "fh.ask"} {
+	for _, id := range []string{"fx.ask", "fh.ask", "eh.trigger-elicitation-request"} {
 		t.Run(id, func(t *testing.T) {
 			code := fmt.Sprintf(`{"tool": %q, "arguments": {"question": "your name?"}}`, id)
+			if strings.HasPrefix(id, "eh.") {
+				code = fmt.Sprintf(`{"tool": %q, "arguments": {}}`, id)
+			}
 			results := make(chan [2]string, 2)
 			for _, s := range []struct {
 				name string
@@ -362,7 +368,7 @@ func testTwoSessions(t *testing.T, legacy bool) {
 			b.gate <- struct{}{}
 			for range 2 {
 				r := <-results
-				if !strings.Contains(r[1], "answer: "+r[0]) {
+				if !strings.Contains(r[1], "answer: "+r[0]) && !strings.Contains(r[1], r[0]+"@example.com") {
 					t.Errorf("%s's call got %q, want its own answer", r[0], r[1])
 				}
 			}
@@ -603,4 +609,43 @@ func TestClientRequestOverSSE(t *testing.T) {
 	if r.IsError || !strings.Contains(r.Text(), "ada@example.com") {
 		t.Fatalf("over SSE: isError=%v %s", r.IsError, r.Text())
 	}
+}
+
+// startEverythingHTTP runs server-everything on streamable HTTP (TypeScript
+// SDK, 2025-11-25) and returns its URL. It takes its port from PORT, so a
+// free one is picked first.
+func startEverythingHTTP(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("node", filepath.Join(repoRoot(t), "tests/node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	up := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening on port") {
+				close(up)
+			}
+		}
+	}()
+	select {
+	case <-up:
+	case <-t.Context().Done():
+		t.Fatal("server-everything did not listen")
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
