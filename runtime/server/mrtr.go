@@ -156,10 +156,17 @@ func (ex *exchange) unsent() mcp.InputRequests {
 // backend calls goes through here.
 func (s *Server) serveCall(ctx context.Context, req mcp.CallToolRequest, args json.RawMessage,
 	h func(context.Context, json.RawMessage) *toolcall.Result, backends bool) (out *toolcall.Result, ask *mcp.CallToolResult) {
-	if backends && modern(ctx) {
+	if backends && modern(ctx) && canAnswer(clientCapabilities(ctx)) {
 		return s.resumable(ctx, req, args, h)
 	}
 	return h(s.observe(ctx, req), args), nil
+}
+
+// canAnswer reports whether a client can answer any backend question; a
+// run for one that cannot is not worth its own goroutine (the hand-off
+// costs tens of microseconds per call on a loaded machine).
+func canAnswer(caps mcp.ClientCapabilities) bool {
+	return caps.Sampling != nil || caps.Elicitation != nil || caps.Roots != nil
 }
 
 // resumable runs h for a 2026-07-28 request so that it can ask the client
