@@ -137,9 +137,16 @@ func chainCall(t *testing.T, c *mcpclient.Client, code string) result {
 // for clients that can answer it (kiln picks it up from the live list).
 func waitTool(t *testing.T, c *mcpclient.Client, id string) {
 	t.Helper()
+	backend, tool, _ := strings.Cut(id, ".")
+	// The sandbox's bridge follows the registry a moment later.
+	probe := fmt.Sprintf(`return typeof globalThis[%q][%q];`, backend, tool)
 	eventually(t, "kiln lists "+id, func() bool {
-		res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "tool_info", Arguments: map[string]any{"tool_name": id}}})
-		return err == nil && !res.IsError
+		res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": probe}}})
+		if err != nil || res.IsError {
+			return false
+		}
+		r, _ := toResult(res.Content, res.StructuredContent, res.IsError)
+		return strings.Contains(r.Text(), "function")
 	})
 }
 
@@ -442,9 +449,14 @@ func TestGoSDKClientAnswersFromAProgram(t *testing.T) {
 		}
 		return strings.Join(parts, "\n")
 	}
-	eventually(t, "kiln lists everything.trigger-elicitation-request", func() bool {
-		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "tool_info", Arguments: map[string]any{"tool_name": "everything.trigger-elicitation-request"}})
-		return err == nil && !res.IsError
+	eventually(t, "the sandbox knows everything.trigger-elicitation-request", func() bool {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "call_tool_chain",
+			Arguments: map[string]any{"code": `return typeof globalThis["everything"]["trigger-elicitation-request"];`}})
+		if err != nil || res.IsError || len(res.Content) == 0 {
+			return false
+		}
+		tc, ok := res.Content[0].(*sdk.TextContent)
+		return ok && strings.Contains(tc.Text, "function")
 	})
 	out := call(`const sum = await everything.get_sum({a: 2, b: 3});
 const r = await everything.trigger_elicitation_request({});

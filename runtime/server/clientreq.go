@@ -51,8 +51,12 @@ func (c *callClient) ClientRequest(ctx context.Context, method string, params js
 		// The request that started the run has ended; the run goes on.
 		return c.ex.ask(ctx, method, params)
 	}
-	// The request ends with the call, or earlier when the backend gives up.
-	rctx, cancel := context.WithCancel(c.call)
+	// The request keeps the call's session (and, while the call lasts, its
+	// response stream) but not its end: a question routed here without a
+	// call of its own (a stdio backend's) may outlive the call it was
+	// matched with. It ends when the backend stops waiting (with the call,
+	// where the backend's transport ties the two), or after exchangeIdle.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(c.call), exchangeIdle)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
