@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -78,13 +79,22 @@ func snapshotOne(ctx context.Context, cfg *config.Config, b *config.Backend, ver
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Gateway.ConnectTimeout)
 	defer cancel()
-	conn, err := backend.Dial(ctx, b, backend.Options{ClientName: "kiln-gen", ClientVersion: version})
+	// Offer the client capabilities kiln serve offers, so the manifest
+	// holds the tools a backend shows only to clients that can answer its
+	// requests (server-everything's sampling and elicitation tools).
+	conn, err := backend.Dial(ctx, b, backend.Options{ClientName: "kiln-gen", ClientVersion: version, OnRequest: refuseRequest})
 	if err != nil {
 		return Outcome{Backend: b.Name, Err: err, Took: time.Since(start)}
 	}
 	defer conn.Close()
 	m, err := conn.Snapshot(ctx)
 	return Outcome{Backend: b.Name, Manifest: m, Err: err, Took: time.Since(start)}
+}
+
+// refuseRequest answers a backend that asks a question while kiln-gen
+// records it: no one is there to answer.
+func refuseRequest(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	return nil, fmt.Errorf("kiln-gen record cannot answer %s: it only lists what the backend offers", method)
 }
 
 func line(o Outcome) string {

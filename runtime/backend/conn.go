@@ -29,6 +29,11 @@ type Options struct {
 	// OnNotification receives every notification the backend sends
 	// (list_changed, progress, logging) with its raw params.
 	OnNotification func(method string, params json.RawMessage)
+	// OnRequest answers the backend's requests to the client
+	// (sampling/createMessage, elicitation/create, roots/list) that come
+	// without a call's Requester in their context. When set, kiln offers
+	// the backend those client capabilities; when nil it offers none.
+	OnRequest func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Conn is a live, initialized session with one backend. It is safe for
@@ -87,7 +92,7 @@ func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy boo
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
 	}
-	var copts []client.ClientOption
+	copts := clientOptions(opts, cfg.Name)
 	if legacy {
 		copts = append(copts, client.WithProtocolVersion(legacyProtocol))
 	}

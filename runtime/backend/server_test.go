@@ -53,6 +53,23 @@ func testServer() *server.MCPServer {
 			}
 			return mcp.NewToolResultText(strconv.Itoa(child.Process.Pid)), nil
 		})
+	s.AddTool(mcp.NewTool("ask", mcp.WithDescription("Elicits a name (input-required on 2026-07-28) and returns it.")),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r := server.ElicitationResponse(req.Params.InputResponses, "name"); r != nil {
+				return mcp.NewToolResultText(fmt.Sprintf("%s:%v", r.Action, r.Content)), nil
+			}
+			return server.NewInputRequestBuilder("st").Elicit("name", mcp.ElicitationParams{Message: "name?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}).ToolResult(), nil
+		})
+	s.AddTool(mcp.NewTool("caps", mcp.WithDescription("Returns the client capabilities of the request.")),
+		func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var caps any
+			if info := server.RequestProtocolInfoFromContext(ctx); info != nil {
+				caps = info.ClientCapabilities
+			}
+			raw, _ := json.Marshal(caps)
+			return mcp.NewToolResultText(string(raw)), nil
+		})
 	s.AddTool(mcp.NewTool("die", mcp.WithDescription("Exits mid-call without answering.")),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			fmt.Fprintln(os.Stderr, "panic: die tool called")

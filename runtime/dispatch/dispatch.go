@@ -58,6 +58,10 @@ type Options struct {
 	// OnLog is told of each log message a backend sends that no single
 	// call listens to (sent outside calls, or while several run).
 	OnLog func(backend string, params json.RawMessage)
+	// SoleClient returns the only connected client session that declared
+	// roots, or nil when there are none or several; a backend's roots/list
+	// outside any call goes to it.
+	SoleClient func() ClientSession
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and
@@ -179,7 +183,7 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 	defer done()
 	// Time spent waiting for a starting backend counts against the call's
 	// own timeout: the caller was promised one bound, not two.
-	cctx, cancel := context.WithDeadline(ctx, deadline)
+	cctx, cancel := context.WithDeadline(withClient(ctx), deadline)
 	defer cancel()
 	res, err := conn.CallTool(cctx, tool, args, callOpts)
 	switch {

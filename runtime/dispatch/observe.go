@@ -17,6 +17,9 @@ type Observer struct {
 	Progress func(progress float64, total *float64, message string)
 	// Log gets the backend's notifications/message while the call runs.
 	Log func(params json.RawMessage)
+	// Client, when set, answers the backend's requests to the client
+	// (sampling, elicitation, roots) made while it serves the call.
+	Client ClientSession
 }
 
 type observerKey struct{}

@@ -156,6 +156,9 @@ func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
 		OnNotification: func(method string, params json.RawMessage) {
 			s.d.notification(name, method, params)
 		},
+		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			return s.d.clientRequest(ctx, name, method, params)
+		},
 	})
 	if err != nil {
 		return nil, err

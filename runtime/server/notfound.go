@@ -23,6 +23,7 @@ var notFoundMarker = []byte("handler not found for resource URI")
 // resource-not-found error that has no data; any other message is returned
 // as it is.
 func withNotFoundURI(msg []byte) []byte {
+	msg = withRootsParams(msg) // every outgoing message passes here
 	if !bytes.Contains(msg, notFoundMarker) {
 		return msg
 	}

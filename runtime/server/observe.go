@@ -13,6 +13,12 @@ import (
 // the client that made it: progress under the client's own token (the
 // backend saw a token of kiln's), and backend log messages.
 func (s *Server) observe(ctx context.Context, req mcp.CallToolRequest) context.Context {
+	return s.observeWith(ctx, req, s.newCallClient(ctx, nil))
+}
+
+// observeWith is observe with the session that answers the backends'
+// requests to the client during the call.
+func (s *Server) observeWith(ctx context.Context, req mcp.CallToolRequest, client *callClient) context.Context {
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
@@ -23,6 +29,7 @@ func (s *Server) observe(ctx context.Context, req mcp.CallToolRequest) context.C
 		}
 	}
 	obs := &dispatch.Observer{
+		Client: client,
 		Log: func(raw json.RawMessage) {
 			var params map[string]any
 			if json.Unmarshal(s.opts.Scrubber.JSON(raw), &params) == nil {

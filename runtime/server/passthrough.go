@@ -80,7 +80,11 @@ func (s *Server) addPassthrough() {
 	p.exposed.Store(&map[string]promptRef{})
 	p.subs.init()
 	p.logs.init()
-	for _, b := range s.opts.Registry.Backends() {
+	var backends []*registry.Backend
+	if s.opts.Registry != nil {
+		backends = s.opts.Registry.Backends()
+	}
+	for _, b := range backends {
 		m := b.Manifest
 		// A compiled backend the running config does not name cannot
 		// serve a read, so its lists are not shown.

@@ -78,6 +78,10 @@ type Options struct {
 	// subscriptions and log levels; nil lists the compiled ones only.
 	Passthrough Passthrough
 	Logger      *slog.Logger
+	// RootsChanged is told when a client sends
+	// notifications/roots/list_changed; the dispatcher passes it on to the
+	// backends. Optional.
+	RootsChanged func(ctx context.Context)
 }
 
 // Registrar adds and removes backends at run time; *catalog.Catalog is one.
@@ -98,6 +102,10 @@ type Server struct {
 	// them.
 	hooks *server.Hooks
 	pass  *passthru
+	// sessions and exchanges carry backends' requests to clients
+	// (clientreq.go, mrtr.go).
+	sessions  sessions
+	exchanges exchanges
 }
 
 const instructions = `kiln gives you many backend MCP servers' tools through a few meta-tools.
@@ -116,6 +124,7 @@ func New(opts Options) *Server {
 		opts.Name = "kiln"
 	}
 	s := &Server{opts: opts, log: log, valid: schema.New(), exp: newExposure(opts.Config), hooks: &server.Hooks{}}
+	s.clientHooks(s.hooks)
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		// Only direct and hybrid lists change at run time.
 		server.WithToolCapabilities(s.exp != nil),
@@ -127,6 +136,8 @@ func New(opts Options) *Server {
 		server.WithLogging(),
 		server.WithInstructions(s.instructions()),
 	)
+	s.mcp.AddNotificationHandler(string(mcp.MethodNotificationRootsListChanged), s.rootsChanged)
+	s.mcp.AddNotificationHandler(string(mcp.MethodNotificationInitialized), s.initialized)
 	handlers := map[string]func(context.Context, json.RawMessage) *toolcall.Result{
 		toolSearch:     s.searchTools,
 		toolList:       s.listToolsMeta,
@@ -175,7 +186,10 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 		if verr := s.valid.Validate(mt.name, json.RawMessage(mt.schema), args); verr != nil {
 			return toMCP(s.opts.Scrubber.Result(toolcall.Errorf("%s: %v", mt.name, verr)))
 		}
-		out := h(s.observe(ctx, req), args)
+		out, ask := s.serveCall(ctx, req, args, h, mt.name == toolChain)
+		if ask != nil {
+			return ask, nil
+		}
 		if mt.name != toolChain {
 			// call_tool_chain scrubs inside the engine, before truncation
 			// (chain.Options.Scrub); scanning again would cost, not protect.

@@ -37,7 +37,10 @@
 //	cancelled <tool>                    a handler returned with its context canceled
 //	progress-token <token>              a tools/call carried a progress token
 //	exit <code> <reason>                the process is about to exit on purpose
+//	asked <question>                    the ask tool asked the client for input
+//	answered <action>                   the ask tool got the client's answer
 //
 // Tools: echo, slow, hang, huge, crash, fail, stderr, rich, progress,
-// add_tool, remove_tool and calls; each one's description says what it does.
+// add_tool, remove_tool, ask and calls; each one's description says what
+// it does.
 package main

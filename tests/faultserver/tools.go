@@ -90,6 +90,7 @@ func newServer(tp *tap, events *eventLog, stderr io.Writer, g *garbage) *mcp.Ser
 	add(ts, "progress", "Sends steps progress notifications to the caller's progress token, ms apart, and one info log message, then returns \"done <steps> steps\".", ts.progress)
 	add(ts, "add_tool", "Adds an echo tool with the given name at run time; clients get notifications/tools/list_changed.", ts.addTool)
 	add(ts, "remove_tool", "Removes the tool with the given name; clients get notifications/tools/list_changed.", ts.removeTool)
+	add(ts, "ask", "Asks the client for a name (elicitation/create in form mode; an input-required result on 2026-07-28) and returns \"answer: <name>\".", ts.ask)
 	add(ts, "calls", "Returns how many tools/call requests this process has received, this one included.", ts.calls)
 	return srv
 }

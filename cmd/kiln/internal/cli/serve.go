@@ -119,6 +119,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	go saveUsageEvery(ctx, usage, log, 30*time.Second)
 
 	var cat *catalog.Catalog
+	// The server is built last; backends may ask for roots and the catalog
+	// may announce changes before it exists.
+	var srvRef atomic.Pointer[server.Server]
 	refresh := func(name string) {
 		ctx, cancel := context.WithTimeout(ctx, cfg.Gateway.ConnectTimeout)
 		defer cancel()
@@ -142,14 +145,19 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		},
 		OnResourceUpdated: hub.updated,
 		OnLog:             hub.logged,
+		SoleClient: func() dispatch.ClientSession {
+			if srv := srvRef.Load(); srv != nil {
+				return srv.SoleClient()
+			}
+			return nil
+		},
 	})
 	// The catalog exists before the server it notifies; changes before the
 	// server does are picked up by its first listing.
-	var exposed atomic.Pointer[server.Server]
 	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log,
 		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) },
 		OnChange: func() {
-			if srv := exposed.Load(); srv != nil {
+			if srv := srvRef.Load(); srv != nil {
 				srv.SyncTools()
 			}
 		}})
@@ -175,21 +183,22 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer sb.Close()
 	counter := &pipeline.Counter{}
 	srv := server.New(server.Options{
-		Name:      cfg.Gateway.Name,
-		Version:   version.String(),
-		Config:    cfg,
-		Registry:  reg,
-		Status:    disp,
-		Search:    viewSearch{cat},
-		Boost:     usage.Boost,
-		Counter:   counter,
-		Ref:       func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
-		Registrar: cat,
-		Drifts:    cat.Drifts,
-		Scrubber:  scrubber,
-		Exposed:   generated.ExposedNames,
-		Bare:      cat.Bare,
-		Logger:    log,
+		Name:         cfg.Gateway.Name,
+		Version:      version.String(),
+		Config:       cfg,
+		Registry:     reg,
+		Status:       disp,
+		Search:       viewSearch{cat},
+		Boost:        usage.Boost,
+		Counter:      counter,
+		Ref:          func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
+		Registrar:    cat,
+		Drifts:       cat.Drifts,
+		Scrubber:     scrubber,
+		Exposed:      generated.ExposedNames,
+		Bare:         cat.Bare,
+		Logger:       log,
+		RootsChanged: func(ctx context.Context) { disp.RootsChanged(ctx) },
 		Chain: chain.New(chain.Options{
 			Caller:   disp,
 			Registry: reg,
@@ -207,7 +216,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}),
 		Passthrough: disp,
 	})
-	exposed.Store(srv)
+	srvRef.Store(srv)
 	srv.SyncTools() // changes that landed while the server was built
 	hub.attach(ctx, srv, disp)
 	if *httpAddr == "" {

@@ -1,0 +1,81 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// session stands in for the server's per-call client session (the real
+// one is exercised end to end in tests/clientreq_test.go).
+type session struct {
+	id    string
+	asked []string
+}
+
+func (s *session) ClientRequest(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	s.asked = append(s.asked, method)
+	return json.RawMessage(`{"from":"` + s.id + `"}`), nil
+}
+
+func (s *session) SessionID() string { return s.id }
+
+// inFlight registers a call from sess on backend, as CallTool does, until
+// the test ends.
+func inFlight(t *testing.T, d *Dispatcher, backend string, sess *session) {
+	t.Helper()
+	ctx := WithObserver(t.Context(), &Observer{Client: sess})
+	_, done := d.obs.track(ctx, backend)
+	t.Cleanup(done)
+}
+
+func TestClientRequestRouting(t *testing.T) {
+	ada, ada2, bob := &session{id: "ada"}, &session{id: "ada"}, &session{id: "bob"}
+	tests := []struct {
+		name    string
+		calls   []*session
+		method  string
+		sole    *session
+		want    string // the session that answers, or "" for a refusal
+		mention []string
+	}{
+		{"outside any call", nil, "elicitation/create", nil, "", []string{`kiln refused elicitation/create from backend "b"`, "no client call is in flight"}},
+		{"one call", []*session{ada}, "elicitation/create", nil, "ada", nil},
+		{"two calls of one session", []*session{ada, ada2}, "sampling/createMessage", nil, "ada", nil},
+		{"calls of two sessions", []*session{ada, bob}, "elicitation/create", nil, "", []string{"calls from 2 client sessions", "will not guess", "streamable HTTP or protocol 2026-07-28"}},
+		{"sampling outside a call ignores the sole session", nil, "sampling/createMessage", bob, "", []string{"no client call is in flight"}},
+		{"roots outside a call go to the sole session", nil, "roots/list", bob, "bob", nil},
+		{"roots outside a call with no sole session", nil, "roots/list", nil, "", []string{"exactly one client session with roots"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDispatcher(t)
+			d.opts.SoleClient = func() ClientSession {
+				if tc.sole == nil {
+					return nil
+				}
+				return tc.sole
+			}
+			for _, s := range tc.calls {
+				inFlight(t, d, "b", s)
+			}
+			inFlight(t, d, "other", &session{id: "carol"}) // another backend's calls never count
+			got, err := d.clientRequest(t.Context(), "b", tc.method, json.RawMessage(`{}`))
+			if tc.want == "" {
+				if err == nil {
+					t.Fatalf("answered %s, want a refusal", got)
+				}
+				for _, m := range tc.mention {
+					if !strings.Contains(err.Error(), m) {
+						t.Errorf("error %q does not mention %q", err, m)
+					}
+				}
+				return
+			}
+			if err != nil || string(got) != `{"from":"`+tc.want+`"}` {
+				t.Errorf("got %s, %v; want an answer from %s", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+func TestCapableNamesTheMissingCapability(t *testing.T) {
+	form := &mcp.ElicitationCapability{Form: &struct{}{}}
+	url := &mcp.ElicitationCapability{URL: &struct{}{}}
+	roots := &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}{}
+	tests := []struct {
+		name    string
+		caps    mcp.ClientCapabilities
+		method  string
+		params  string
+		missing string // "" when the client can answer
+	}{
+		{"sampling declared", mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}, "sampling/createMessage", `{}`, ""},
+		{"sampling missing", mcp.ClientCapabilities{}, "sampling/createMessage", `{}`, `"sampling"`},
+		{"empty elicitation means form", mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}, "elicitation/create", `{"message":"x"}`, ""},
+		{"form only, URL asked", mcp.ClientCapabilities{Elicitation: form}, "elicitation/create", `{"mode":"url","url":"https://x"}`, `"elicitation.url"`},
+		{"URL only, form asked", mcp.ClientCapabilities{Elicitation: url}, "elicitation/create", `{"mode":"form"}`, `"elicitation.form"`},
+		{"URL only, URL asked", mcp.ClientCapabilities{Elicitation: url}, "elicitation/create", `{"mode":"url"}`, ""},
+		{"no elicitation", mcp.ClientCapabilities{Sampling: &mcp.SamplingCapability{}}, "elicitation/create", `{}`, `"elicitation"`},
+		{"roots declared", mcp.ClientCapabilities{Roots: roots}, "roots/list", `{}`, ""},
+		{"roots missing", mcp.ClientCapabilities{}, "roots/list", `{}`, `"roots"`},
+		{"unknown method", mcp.ClientCapabilities{}, "tools/call", `{}`, "does not forward tools/call"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := capable(tc.caps, tc.method, json.RawMessage(tc.params))
+			switch {
+			case tc.missing == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.missing != "" && (err == nil || !strings.Contains(err.Error(), tc.missing)):
+				t.Errorf("err = %v, want it to name %s", err, tc.missing)
+			}
+		})
+	}
+}
+
+func TestRootsInputRequestGetsParams(t *testing.T) {
+	res := &mcp.CallToolResult{Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
+		MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: mcp.InputRequests{"r": mcp.NewRootsInputRequest()}, RequestState: "s"}}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(withNotFoundURI(raw))
+	if !strings.Contains(got, `"r":{"method":"roots/list","params":{}}`) {
+		t.Errorf("roots/list input request without params: %s", got)
+	}
+	// Any other message passes unchanged.
+	other := []byte(`{"jsonrpc":"2.0","id":1,"method":"roots/list"}`)
+	if string(withNotFoundURI(other)) != string(other) {
+		t.Errorf("a roots/list request was changed: %s", withNotFoundURI(other))
+	}
+}
+
+func TestUnknownRequestStateIsRefused(t *testing.T) {
+	s := New(Options{})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolChain}}
+	req.Params.RequestState = "forged"
+	out, ask := s.resumable(t.Context(), req, json.RawMessage(`{}`), func(context.Context, json.RawMessage) *toolcall.Result {
+		t.Fatal("a forged requestState started a run")
+		return nil
+	})
+	if ask != nil || out == nil || !out.IsError || !strings.Contains(out.TextContent(), "call again without requestState") {
+		t.Errorf("got %+v, %+v; want an error saying to call again", out, ask)
+	}
+}
+
+// A run that asks twice is answered over two rounds, each with the
+// questions not yet seen, and ends with the run's own result.
+func TestExchangeRounds(t *testing.T) {
+	s := New(Options{})
+	run := func(ctx context.Context, _ json.RawMessage) *toolcall.Result {
+		c := dispatchClient(ctx)
+		a, err := c.ClientRequest(ctx, "roots/list", json.RawMessage(`{}`))
+		if err != nil {
+			return toolcall.Errorf("%v", err)
+		}
+		b, err := c.ClientRequest(ctx, "roots/list", json.RawMessage(`{}`))
+		if err != nil {
+			return toolcall.Errorf("%v", err)
+		}
+		return toolcall.Text(string(a) + "|" + string(b))
+	}
+	ctx := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+		ClientCapabilities: &mcp.ClientCapabilities{Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}}})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolChain}}
+	var answers []string
+	for round := 1; ; round++ {
+		out, ask := s.resumable(ctx, req, nil, run)
+		if out != nil {
+			if want := `{"roots":[{"uri":"file:///r1"}]}|{"roots":[{"uri":"file:///r2"}]}`; out.TextContent() != want {
+				t.Errorf("result %q, want %q", out.TextContent(), want)
+			}
+			break
+		}
+		if round > 2 || len(ask.InputRequests) != 1 || ask.RequestState == "" {
+			t.Fatalf("round %d: %+v", round, ask)
+		}
+		responses := mcp.InputResponses{}
+		for id := range ask.InputRequests {
+			var r mcp.InputResponse
+			_ = r.UnmarshalJSON([]byte(fmt.Sprintf(`{"roots":[{"uri":"file:///r%d"}]}`, round)))
+			responses[id] = r
+			answers = append(answers, id)
+		}
+		req.Params.RequestState, req.Params.InputResponses = ask.RequestState, responses
+	}
+	if len(answers) != 2 || answers[0] == answers[1] {
+		t.Errorf("questions %v, want two distinct ones", answers)
+	}
+}
+
+// dispatchClient is the client session observe put into ctx for the run.
+func dispatchClient(ctx context.Context) dispatch.ClientSession {
+	return dispatch.ObserverFrom(ctx).Client
+}

@@ -1,0 +1,266 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// On protocol 2026-07-28 a server cannot send a client requests; it
+// answers a call with an input-required result (inputRequests plus an
+// opaque requestState) and the client calls again with inputResponses. A
+// kiln call can ask at any point of a run (a backend eliciting in the
+// middle of a TypeScript program), so kiln keeps the run going in an
+// exchange and answers each round with what the run is waiting for; the
+// requestState names the exchange. Backends that ask kiln the same way are
+// answered by the backend client's own loop, which lands here too.
+
+// exchangeIdle bounds how long a run waits for the client to come back
+// with answers before it is canceled.
+const exchangeIdle = 10 * time.Minute
+
+type exchange struct {
+	token  string
+	cancel context.CancelFunc
+	ended  <-chan struct{}       // the run's context is done
+	done   chan *toolcall.Result // the run's result, once
+	wake   chan struct{}         // a new question is pending
+
+	mu      sync.Mutex
+	next    int
+	pending map[string]*question
+	idle    *time.Timer
+}
+
+type question struct {
+	method string
+	params json.RawMessage
+	sent   bool
+	answer chan json.RawMessage
+}
+
+// exchanges holds the runs waiting for a client's answers, by token.
+type exchanges struct {
+	mu  sync.Mutex
+	all map[string]*exchange
+}
+
+func (x *exchanges) add(ex *exchange) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.all == nil {
+		x.all = map[string]*exchange{}
+	}
+	x.all[ex.token] = ex
+}
+
+func (x *exchanges) get(token string) *exchange {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.all[token]
+}
+
+func (x *exchanges) remove(token string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.all, token)
+}
+
+// ask queues a question for the client and waits for its answer.
+func (ex *exchange) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	q := &question{method: method, params: params, answer: make(chan json.RawMessage, 1)}
+	ex.mu.Lock()
+	ex.next++
+	id := "kiln-" + strconv.Itoa(ex.next)
+	ex.pending[id] = q
+	ex.mu.Unlock()
+	select {
+	case ex.wake <- struct{}{}:
+	default:
+	}
+	defer func() {
+		ex.mu.Lock()
+		delete(ex.pending, id)
+		ex.mu.Unlock()
+	}()
+	select {
+	case a := <-q.answer:
+		return a, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the client did not answer %s: %w", method, ctx.Err())
+	case <-ex.ended:
+		return nil, fmt.Errorf("the client did not answer %s: the call was canceled or the client did not come back within %s", method, exchangeIdle)
+	}
+}
+
+// deliver hands the client's answers to the questions they answer; a
+// question left unanswered is asked again in the next round.
+func (ex *exchange) deliver(responses mcp.InputResponses) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.idle != nil {
+		ex.idle.Stop()
+	}
+	for id, q := range ex.pending {
+		r, ok := responses[id]
+		if !ok {
+			q.sent = false
+			continue
+		}
+		raw, err := r.MarshalJSON()
+		if err != nil {
+			q.sent = false
+			continue
+		}
+		select {
+		case q.answer <- raw:
+		default:
+		}
+	}
+}
+
+// unsent takes the questions the client has not seen yet.
+func (ex *exchange) unsent() mcp.InputRequests {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	out := mcp.InputRequests{}
+	for id, q := range ex.pending {
+		if q.sent {
+			continue
+		}
+		var r mcp.InputRequest
+		envelope, _ := json.Marshal(map[string]any{"method": q.method, "params": q.params})
+		if r.UnmarshalJSON(envelope) != nil {
+			continue
+		}
+		q.sent = true
+		out[id] = r
+	}
+	return out
+}
+
+// serveCall runs h, a tool handler, so that what backends send while it
+// runs reaches the client that made req: progress, log messages and
+// requests to the client. backends says h may call backends: then a
+// 2026-07-28 request runs resumably (its questions go back as
+// input-required results, ask non-nil). Every handler that dispatches
+// backend calls goes through here.
+func (s *Server) serveCall(ctx context.Context, req mcp.CallToolRequest, args json.RawMessage,
+	h func(context.Context, json.RawMessage) *toolcall.Result, backends bool) (out *toolcall.Result, ask *mcp.CallToolResult) {
+	if backends && modern(ctx) && canAnswer(clientCapabilities(ctx)) {
+		return s.resumable(ctx, req, args, h)
+	}
+	return h(s.observe(ctx, req), args), nil
+}
+
+// canAnswer reports whether a client can answer any backend question; a
+// run for one that cannot is not worth its own goroutine (the hand-off
+// costs tens of microseconds per call on a loaded machine).
+func canAnswer(caps mcp.ClientCapabilities) bool {
+	return caps.Sampling != nil || caps.Elicitation != nil || caps.Roots != nil
+}
+
+// resumable runs h for a 2026-07-28 request so that it can ask the client
+// through input-required results, or resumes the run the request's
+// requestState names.
+func (s *Server) resumable(ctx context.Context, req mcp.CallToolRequest, args json.RawMessage,
+	h func(context.Context, json.RawMessage) *toolcall.Result) (*toolcall.Result, *mcp.CallToolResult) {
+	var ex *exchange
+	if state := req.Params.RequestState; state != "" {
+		if ex = s.exchanges.get(state); ex == nil {
+			return toolcall.Errorf("%s: requestState %q names no run waiting for input in this kiln (it finished, expired after %s, or belongs to another kiln); call again without requestState",
+				req.Params.Name, state, exchangeIdle), nil
+		}
+		ex.deliver(req.Params.InputResponses)
+	} else {
+		// The run outlives this request: it may go on across rounds.
+		run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		ex = &exchange{token: randomToken(), cancel: cancel, done: make(chan *toolcall.Result, 1),
+			wake: make(chan struct{}, 1), pending: map[string]*question{}, ended: run.Done()}
+		s.exchanges.add(ex)
+		run = s.observeWith(run, req, s.newCallClient(ctx, ex))
+		go func() {
+			defer cancel()
+			ex.done <- h(run, args)
+		}()
+	}
+	select {
+	case out := <-ex.done:
+		s.exchanges.remove(ex.token)
+		return out, nil
+	case <-ex.wake:
+		ask := ex.unsent()
+		if len(ask) == 0 {
+			// Woken by a question answered meanwhile: wait again.
+			return s.wait(ctx, req, ex)
+		}
+		return nil, s.inputRequired(ex, ask)
+	case <-ctx.Done():
+		s.exchanges.remove(ex.token)
+		ex.cancel()
+		return toolcall.Errorf("%s: canceled by the client", req.Params.Name), nil
+	}
+}
+
+func (s *Server) wait(ctx context.Context, req mcp.CallToolRequest, ex *exchange) (*toolcall.Result, *mcp.CallToolResult) {
+	for {
+		select {
+		case out := <-ex.done:
+			s.exchanges.remove(ex.token)
+			return out, nil
+		case <-ex.wake:
+			if ask := ex.unsent(); len(ask) > 0 {
+				return nil, s.inputRequired(ex, ask)
+			}
+		case <-ctx.Done():
+			s.exchanges.remove(ex.token)
+			ex.cancel()
+			return toolcall.Errorf("%s: canceled by the client", req.Params.Name), nil
+		}
+	}
+}
+
+// inputRequired answers this round with the run's questions; a client that
+// never comes back lets the run end after exchangeIdle.
+func (s *Server) inputRequired(ex *exchange, ask mcp.InputRequests) *mcp.CallToolResult {
+	ex.mu.Lock()
+	if ex.idle != nil {
+		ex.idle.Stop()
+	}
+	ex.idle = time.AfterFunc(exchangeIdle, func() {
+		s.exchanges.remove(ex.token)
+		ex.cancel()
+	})
+	ex.mu.Unlock()
+	return &mcp.CallToolResult{
+		Result:               mcp.Result{ResultType: mcp.ResultTypeInputRequired},
+		MultiRoundTripResult: mcp.MultiRoundTripResult{InputRequests: ask, RequestState: ex.token},
+	}
+}
+
+// modern reports whether the request uses protocol 2026-07-28 or later.
+func modern(ctx context.Context) bool { return server.IsModernRequest(ctx) }
+
+// mcp-go writes a roots/list input request without params, which the
+// spec allows and go-sdk v1.8.0 clients cannot decode ("unexpected end of
+// JSON input"): kiln sends an empty params object, which both accept.
+var (
+	bareRoots  = []byte(`{"method":"roots/list"}`)
+	rootsEmpty = []byte(`{"method":"roots/list","params":{}}`)
+)
+
+func withRootsParams(msg []byte) []byte {
+	if !bytes.Contains(msg, bareRoots) {
+		return msg
+	}
+	return bytes.ReplaceAll(msg, bareRoots, rootsEmpty)
+}

@@ -1,0 +1,663 @@
+//go:build e2e
+
+package tests
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A backend's requests to the client (elicitation, sampling, roots) reach
+// the client that made the call, through kiln, with real servers and real
+// clients on both sides.
+
+// asker is a real mcp-go client's sampling, elicitation and roots
+// handler: it answers with what it was told and records what it was asked.
+type asker struct {
+	name  string
+	roots []string
+	// gate, when set, holds each elicitation until it is closed, so two
+	// sessions can be made to ask at the same moment.
+	gate    chan struct{}
+	arrived chan struct{}
+	mu      sync.Mutex
+	asked   []string
+}
+
+func (a *asker) record(s string) {
+	a.mu.Lock()
+	a.asked = append(a.asked, s)
+	a.mu.Unlock()
+}
+
+func (a *asker) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	a.record("elicit:" + string(req.Params.Mode) + ":" + req.Params.Message)
+	if a.arrived != nil {
+		a.arrived <- struct{}{}
+	}
+	if a.gate != nil {
+		select {
+		case <-a.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if req.Params.Mode == mcpgo.ElicitationModeURL {
+		return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionAccept}}, nil
+	}
+	return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{
+		Action:  mcpgo.ElicitationResponseActionAccept,
+		Content: map[string]any{"name": a.name, "check": true, "email": a.name + "@example.com"},
+	}}, nil
+}
+
+func (a *asker) CreateMessage(_ context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
+	a.record("sample")
+	return &mcpgo.CreateMessageResult{
+		SamplingMessage: mcpgo.SamplingMessage{Role: mcpgo.RoleAssistant, Content: mcpgo.NewTextContent("sampled by " + a.name)},
+		Model:           "kiln-e2e-model", StopReason: "endTurn",
+	}, nil
+}
+
+func (a *asker) ListRoots(context.Context, mcpgo.ListRootsRequest) (*mcpgo.ListRootsResult, error) {
+	a.record("roots")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	res := &mcpgo.ListRootsResult{Roots: []mcpgo.Root{}}
+	for _, r := range a.roots {
+		res.Roots = append(res.Roots, mcpgo.Root{URI: "file://" + r, Name: filepath.Base(r)})
+	}
+	return res, nil
+}
+
+// askClient starts kiln over stdio on cfg and connects an mcp-go client
+// with a's handlers (nil: a client without those capabilities). legacy
+// pins the client to the 2025-11-25 handshake, where kiln sends it
+// requests; otherwise it speaks 2026-07-28 and kiln asks through
+// input-required results.
+func askClient(t *testing.T, cfg string, a *asker, legacy bool) *mcpclient.Client {
+	t.Helper()
+	tr := transport.NewStdioWithOptions(kilnBin(t), nil, []string{"serve", "--config", cfg},
+		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.Command(command, args...)
+			cmd.Dir = repoRoot(t)
+			cmd.Stderr = testWriter{t, "kiln"}
+			return cmd, nil
+		}))
+	var opts []mcpclient.ClientOption
+	if a != nil {
+		opts = append(opts, mcpclient.WithElicitationHandler(a), mcpclient.WithSamplingHandler(a), mcpclient.WithRootsHandler(a),
+			mcpclient.WithClientCapabilities(mcpgo.ClientCapabilities{Elicitation: &mcpgo.ElicitationCapability{Form: &struct{}{}, URL: &struct{}{}}}))
+	}
+	if legacy {
+		opts = append(opts, mcpclient.WithLegacyProtocolOnly())
+	}
+	c := mcpclient.NewClient(tr, opts...)
+	startMCPGo(t, c)
+	return c
+}
+
+// protocols are the two ways kiln reaches a client.
+var protocols = []struct {
+	name   string
+	legacy bool
+}{{"2026-07-28", false}, {"2025-11-25", true}}
+
+// chainCall runs call_tool_chain and returns its text, failing on a
+// protocol error.
+func chainCall(t *testing.T, c *mcpclient.Client, code string) result {
+	t.Helper()
+	res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": code}}})
+	if err != nil {
+		t.Fatalf("call_tool_chain %s: %v", code, err)
+	}
+	r, err := toResult(res.Content, res.StructuredContent, res.IsError)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// waitTool waits until kiln knows a tool server-everything registers only
+// for clients that can answer it (kiln picks it up from the live list).
+func waitTool(t *testing.T, c *mcpclient.Client, id string) {
+	t.Helper()
+	backend, tool, _ := strings.Cut(id, ".")
+	// The sandbox's bridge follows the registry a moment later.
+	probe := fmt.Sprintf(`return typeof globalThis[%q][%q];`, backend, tool)
+	eventually(t, "kiln lists "+id, func() bool {
+		res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": probe}}})
+		if err != nil || res.IsError {
+			return false
+		}
+		r, _ := toResult(res.Content, res.StructuredContent, res.IsError)
+		return strings.Contains(r.Text(), "function")
+	})
+}
+
+func TestClientRequestsReachTheCaller(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) { testClientRequests(t, p.legacy) })
+	}
+}
+
+func testClientRequests(t *testing.T, legacy bool) {
+	cfg := peerConfig(t, peerOptions{OnlyEverything: true})
+	a := &asker{name: "ada", roots: []string{"/tmp/ada-root"}}
+	c := askClient(t, cfg, a, legacy)
+	waitTool(t, c, "everything.trigger-elicitation-request")
+
+	tiers := []struct{ name, code string }{
+		{"tier1", `{"tool": "everything.trigger-elicitation-request", "arguments": {}}`},
+		{"tier2", `return await everything.trigger_elicitation_request({});`},
+		{"tier3", `const r = await everything.trigger_elicitation_request({});
+const s = await everything.get_sum({a: 1, b: 2});
+return {r, s};`},
+	}
+	for _, tc := range tiers {
+		t.Run("elicit/"+tc.name, func(t *testing.T) {
+			r := chainCall(t, c, tc.code)
+			if r.IsError || !strings.Contains(r.Text(), "ada@example.com") {
+				t.Fatalf("result does not carry the client's answer: isError=%v %s", r.IsError, r.Text())
+			}
+		})
+	}
+	t.Run("sampling", func(t *testing.T) {
+		r := chainCall(t, c, `{"tool": "everything.trigger-sampling-request", "arguments": {"prompt": "hi"}}`)
+		if r.IsError || !strings.Contains(r.Text(), "sampled by ada") {
+			t.Fatalf("sampling answer missing: %s", r.Text())
+		}
+	})
+	t.Run("url-elicitation", func(t *testing.T) {
+		r := chainCall(t, c, `{"tool": "everything.trigger-url-elicitation", "arguments": {"url": "https://example.com/consent"}}`)
+		if r.IsError || !strings.Contains(r.Text(), "accept") {
+			t.Fatalf("URL elicitation answer missing: %s", r.Text())
+		}
+		if !a.has("elicit:url:") {
+			t.Errorf("the client was not asked in URL mode: %v", a.asked)
+		}
+	})
+	t.Run("roots", func(t *testing.T) {
+		r := chainCall(t, c, `{"tool": "everything.get-roots-list", "arguments": {}}`)
+		if r.IsError || !strings.Contains(r.Text(), "file:///tmp/ada-root") {
+			t.Fatalf("roots answer missing: %s", r.Text())
+		}
+	})
+}
+
+func (a *asker) has(prefix string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.asked {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// A client without the capability gets a clear answer, not a hang: kiln
+// refuses the backend's request at once and the backend reports it.
+func TestClientRequestWithoutCapabilityFailsFast(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			cfg := peerConfig(t, peerOptions{OnlyEverything: true})
+			c := askClient(t, cfg, nil, p.legacy)
+			// server-everything registers its eliciting tool because kiln
+			// offers elicitation; this client cannot answer it.
+			waitTool(t, c, "everything.trigger-elicitation-request")
+			r := chainCall(t, c, `{"tool": "everything.trigger-elicitation-request", "arguments": {}}`)
+			if !r.IsError || !strings.Contains(r.Text(), `did not declare the "elicitation" capability`) {
+				t.Fatalf("want an error naming the missing capability, got isError=%v %s", r.IsError, r.Text())
+			}
+			r = chainCall(t, c, `{"tool": "everything.trigger-sampling-request", "arguments": {"prompt": "hi"}}`)
+			if !r.IsError || !strings.Contains(r.Text(), `did not declare the "sampling" capability`) {
+				t.Fatalf("want an error naming the missing capability, got isError=%v %s", r.IsError, r.Text())
+			}
+		})
+	}
+}
+
+// askHTTP connects an mcp-go client with a's handlers to kiln over
+// streamable HTTP.
+func askHTTP(t *testing.T, url string, a *asker, legacy bool) *mcpclient.Client {
+	t.Helper()
+	var topts []transport.StreamableHTTPCOption
+	if legacy {
+		// Server requests of a 2025-11-25 session also come on the
+		// standalone GET stream.
+		topts = append(topts, transport.WithContinuousListening())
+	}
+	tr, err := transport.NewStreamableHTTP(url+"/mcp", topts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []mcpclient.ClientOption{mcpclient.WithElicitationHandler(a), mcpclient.WithSamplingHandler(a), mcpclient.WithRootsHandler(a)}
+	if legacy {
+		opts = append(opts, mcpclient.WithLegacyProtocolOnly())
+	}
+	c := mcpclient.NewClient(tr, opts...)
+	startMCPGo(t, c)
+	return c
+}
+
+// askConfig declares server-everything and lets register_manual start the
+// fault server.
+func askConfig(t *testing.T) string {
+	t.Helper()
+	mods := filepath.Join(repoRoot(t), "tests/node_modules/@modelcontextprotocol")
+	cfg := fmt.Sprintf(`version: 1
+gateway:
+  state_dir: %s
+  registration:
+    allow_commands: [%s]
+backends:
+  everything:
+    transport: stdio
+    command: node
+    args: [%s/server-everything/dist/index.js, stdio]
+`, t.TempDir(), faultBin(t), mods)
+	path := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startFaultHTTPServer runs the fault server on streamable HTTP (stateful,
+// so kiln talks to it with the 2025-11-25 handshake) and returns its URL.
+func startFaultHTTPServer(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(faultBin(t), "--http", "127.0.0.1:0", "--state-dir", t.TempDir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	url := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+				url <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-url:
+		return u
+	case <-t.Context().Done():
+		t.Fatal("fault server did not listen")
+	}
+	return ""
+}
+
+func register(t *testing.T, c *mcpclient.Client, tpl map[string]any) {
+	t.Helper()
+	res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "register_manual", Arguments: map[string]any{"manual_call_template": tpl}}})
+	if err != nil || res.IsError {
+		t.Fatalf("register %v: %v %+v", tpl["name"], err, res)
+	}
+}
+
+// Two sessions call the same backend and its requests to the client are in
+// flight at the same moment: each session is asked its own question and
+// each call gets its own answer. That holds wherever the backend's request
+// can be tied to its call: a backend on protocol 2026-07-28 (input-required
+// results, here the go-sdk fault server over stdio) and a streamable HTTP
+// backend that asks on the call's response stream (the fault server over
+// HTTP with the 2025-11-25 handshake, and server-everything on the
+// TypeScript SDK's streamable HTTP).
+func TestTwoSessionsEachGetTheirOwnAnswer(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) { testTwoSessions(t, p.legacy) })
+	}
+}
+
+func testTwoSessions(t *testing.T, legacy bool) {
+	url := startHTTP(t, "--config", askConfig(t))
+	a := &asker{name: "ada", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
+	b := &asker{name: "bob", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
+	ca, cb := askHTTP(t, url, a, legacy), askHTTP(t, url, b, legacy)
+	register(t, ca, map[string]any{"name": "fx", "transport": "stdio", "command": faultBin(t)})
+	register(t, ca, map[string]any{"name": "fh", "transport": "http", "url": startFaultHTTPServer(t)})
+	register(t, ca, map[string]any{"name": "eh", "transport": "http", "url": startEverythingHTTP(t)})
+
+	for _, id := range []string{"fx.ask", "fh.ask", "eh.trigger-elicitation-request"} {
+		t.Run(id, func(t *testing.T) {
+			code := fmt.Sprintf(`{"tool": %q, "arguments": {"question": "your name?"}}`, id)
+			if strings.HasPrefix(id, "eh.") {
+				code = fmt.Sprintf(`{"tool": %q, "arguments": {}}`, id)
+			}
+			results := make(chan [2]string, 2)
+			for _, s := range []struct {
+				name string
+				c    *mcpclient.Client
+			}{{"ada", ca}, {"bob", cb}} {
+				go func() {
+					res, err := s.c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": code}}})
+					if err != nil {
+						results <- [2]string{s.name, err.Error()}
+						return
+					}
+					r, _ := toResult(res.Content, res.StructuredContent, res.IsError)
+					results <- [2]string{s.name, r.Text()}
+				}()
+			}
+			// Both questions are open before either is answered.
+			for _, x := range []*asker{a, b} {
+				select {
+				case <-x.arrived:
+				case <-t.Context().Done():
+					t.Fatalf("%s was never asked", x.name)
+				}
+			}
+			a.gate <- struct{}{}
+			b.gate <- struct{}{}
+			for range 2 {
+				r := <-results
+				if !strings.Contains(r[1], "answer: "+r[0]) && !strings.Contains(r[1], r[0]+"@example.com") {
+					t.Errorf("%s's call got %q, want its own answer", r[0], r[1])
+				}
+			}
+		})
+	}
+}
+
+// server-everything over stdio speaks 2025-11-25, whose requests to the
+// client name no call. While one session's elicitation is open, a second
+// session's call to the same backend asks too: kiln cannot tell whose
+// question it is, so it refuses it at once, and the first session still
+// gets its answer.
+func TestAmbiguousRequestIsRefused(t *testing.T) {
+	url := startHTTP(t, "--config", askConfig(t))
+	a := &asker{name: "ada", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
+	b := &asker{name: "bob", arrived: make(chan struct{}, 8)}
+	ca, cb := askHTTP(t, url, a, true), askHTTP(t, url, b, false)
+	waitTool(t, ca, "everything.trigger-elicitation-request")
+	code := `{"tool": "everything.trigger-elicitation-request", "arguments": {}}`
+	first := make(chan result, 1)
+	go func() { first <- chainCall(t, ca, code) }()
+	select {
+	case <-a.arrived:
+	case <-t.Context().Done():
+		t.Fatal("ada was never asked")
+	}
+	r := chainCall(t, cb, code)
+	if !r.IsError || !strings.Contains(r.Text(), "calls from 2 client sessions") {
+		t.Errorf("second session: want kiln's refusal, got isError=%v %s", r.IsError, r.Text())
+	}
+	if b.has("elicit") {
+		t.Errorf("bob was asked a question that may be ada's: %v", b.asked)
+	}
+	a.gate <- struct{}{}
+	if r := <-first; r.IsError || !strings.Contains(r.Text(), "ada@example.com") {
+		t.Errorf("first session lost its answer: %s", r.Text())
+	}
+}
+
+// The official go-sdk client (2026-07-28, input-required rounds) answers an
+// elicitation from inside a TypeScript program and lists its roots.
+func TestGoSDKClientAnswersFromAProgram(t *testing.T) {
+	cmd := exec.Command(kilnBin(t), "serve", "--config", peerConfig(t, peerOptions{OnlyEverything: true}))
+	cmd.Dir = repoRoot(t)
+	cmd.Stderr = testWriter{t, "kiln"}
+	c := sdk.NewClient(&sdk.Implementation{Name: "kiln-e2e-sdk", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "grace", "check": true, "email": "grace@example.com"}}, nil
+		},
+	})
+	c.AddRoots(&sdk.Root{URI: "file:///tmp/grace-root", Name: "grace"})
+	cs, err := c.Connect(t.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(code string) string {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": code}})
+		if err != nil {
+			t.Fatalf("%s: %v", code, err)
+		}
+		var parts []string
+		for _, c := range res.Content {
+			if tc, ok := c.(*sdk.TextContent); ok {
+				parts = append(parts, tc.Text)
+			}
+		}
+		if res.IsError {
+			t.Fatalf("%s: error result %s", code, strings.Join(parts, "\n"))
+		}
+		return strings.Join(parts, "\n")
+	}
+	eventually(t, "the sandbox knows everything.trigger-elicitation-request", func() bool {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "call_tool_chain",
+			Arguments: map[string]any{"code": `return typeof globalThis["everything"]["trigger-elicitation-request"];`}})
+		if err != nil || res.IsError || len(res.Content) == 0 {
+			return false
+		}
+		tc, ok := res.Content[0].(*sdk.TextContent)
+		return ok && strings.Contains(tc.Text, "function")
+	})
+	out := call(`const sum = await everything.get_sum({a: 2, b: 3});
+const r = await everything.trigger_elicitation_request({});
+return {sum, r};`)
+	if !strings.Contains(out, "grace@example.com") {
+		t.Errorf("program result lacks the go-sdk client's answer: %s", out)
+	}
+	if out := call(`{"tool": "everything.get-roots-list", "arguments": {}}`); !strings.Contains(out, "file:///tmp/grace-root") {
+		t.Errorf("roots: %s", out)
+	}
+}
+
+// server-filesystem replaces its folders with the client's roots. Behind
+// kiln over stdio (one client), it asks when it connects and again when
+// the client's roots change, and kiln answers with the client's roots.
+func TestFilesystemServesTheClientsRoots(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgText := fmt.Sprintf(`version: 1
+gateway:
+  state_dir: %s
+  registration:
+    allow_commands: [%s]
+backends:
+  everything:
+    transport: stdio
+    command: %s
+    args: [%s/tests/node_modules/@modelcontextprotocol/server-everything/dist/index.js, stdio]
+`, t.TempDir(), node, node, repoRoot(t))
+	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte(cfgText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	own, first, second := t.TempDir(), t.TempDir(), t.TempDir()
+	a := &asker{name: "ada", roots: []string{first}}
+	c := askClient(t, cfg, a, true)
+	register(t, c, map[string]any{"name": "fsroots", "transport": "stdio", "command": node,
+		"args": []string{filepath.Join(repoRoot(t), "tests/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), own}})
+	allowed := func() string {
+		return chainCall(t, c, `{"tool": "fsroots.list_allowed_directories", "arguments": {}}`).Text()
+	}
+	eventually(t, "server-filesystem serves the client's root", func() bool {
+		return strings.Contains(allowed(), first)
+	})
+	if strings.Contains(allowed(), own) {
+		t.Errorf("the folder kiln started it with is still served: %s", allowed())
+	}
+	a.mu.Lock()
+	a.roots = []string{second}
+	a.mu.Unlock()
+	if err := c.RootListChanges(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "server-filesystem follows roots/list_changed", func() bool {
+		return strings.Contains(allowed(), second)
+	})
+}
+
+var (
+	confOnce sync.Once
+	confPath string
+	confErr  error
+)
+
+// conformanceServer builds the go-sdk conformance everything-server
+// (v1.8.0, the version in go.mod) once, in a scratch module: a plain go
+// build of the package from this module misses go.sum entries.
+func conformanceServer(t *testing.T) string {
+	t.Helper()
+	confOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kiln-conformance-server")
+		if err != nil {
+			confErr = err
+			return
+		}
+		for _, args := range [][]string{
+			{"mod", "init", "scratch"},
+			{"get", "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0"},
+			{"build", "-o", "everything-server", "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
+		} {
+			cmd := exec.Command("go", args...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				confErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+				return
+			}
+		}
+		confPath = filepath.Join(dir, "everything-server")
+	})
+	if confErr != nil {
+		t.Fatal(confErr)
+	}
+	return confPath
+}
+
+// The go-sdk conformance server over stdio speaks 2026-07-28: its
+// input-required results come back to kiln, which asks its own client
+// (a request before 2026-07-28, an input-required result after) and
+// retries with the answers and the server's requestState.
+func TestConformanceServerInputRequired(t *testing.T) {
+	bin := conformanceServer(t)
+	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\ngateway:\n  state_dir: %s\n  registration:\n    allow_commands: [%s]\nbackends: {}\n", t.TempDir(), bin)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			a := &asker{name: "ada", roots: []string{"/tmp/ada-root"}}
+			c := askClient(t, cfg, a, p.legacy)
+			register(t, c, map[string]any{"name": "conf", "transport": "stdio", "command": bin})
+			for tool, want := range map[string]string{
+				"test_input_required_result_elicitation":     "Hello, ada!",
+				"test_input_required_result_sampling":        "Sampling response: sampled by ada",
+				"test_input_required_result_list_roots":      "Client exposed 1 root(s): file:///tmp/ada-root",
+				"test_input_required_result_multiple_inputs": "sampled by ada ada — 1 root(s) visible",
+				"test_input_required_result_request_state":   "state-ok",
+				"test_input_required_result_multi_round":     "Multi-round complete: ada likes",
+			} {
+				r := chainCall(t, c, fmt.Sprintf(`{"tool": "conf.%s", "arguments": {}}`, tool))
+				if r.IsError || !strings.Contains(r.Text(), want) {
+					t.Errorf("%s: isError=%v %q, want %q", tool, r.IsError, r.Text(), want)
+				}
+			}
+		})
+	}
+}
+
+// mcp-go's HTTP client gives a question that arrives on a streamable HTTP
+// backend's response stream 30 s, and loses any answer sent later. A client
+// that does not answer in time makes kiln refuse the question just before
+// that, so the backend gets a clear error instead of waiting forever.
+func TestLateAnswerIsRefusedNotHung(t *testing.T) {
+	url := startHTTP(t, "--config", askConfig(t))
+	a := &asker{name: "ada", gate: make(chan struct{}), arrived: make(chan struct{}, 8)} // never opened
+	c := askHTTP(t, url, a, true)
+	register(t, c, map[string]any{"name": "fh", "transport": "http", "url": startFaultHTTPServer(t), "timeout": "2m"})
+	res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain",
+		Arguments: map[string]any{"code": `{"tool": "fh.ask", "arguments": {"question": "q"}}`, "timeout": 90000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := toResult(res.Content, res.StructuredContent, res.IsError)
+	if !r.IsError || !strings.Contains(r.Text(), `the client did not answer backend "fh"'s elicitation/create within the `) {
+		t.Fatalf("want kiln's refusal, got isError=%v %s", r.IsError, r.Text())
+	}
+}
+
+// The legacy SSE front door carries kiln's request to the client too.
+func TestClientRequestOverSSE(t *testing.T) {
+	url := startHTTP(t, "--config", peerConfig(t, peerOptions{OnlyEverything: true}))
+	a := &asker{name: "ada"}
+	tr, err := transport.NewSSE(url + "/sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(tr, mcpclient.WithElicitationHandler(a), mcpclient.WithSamplingHandler(a), mcpclient.WithRootsHandler(a))
+	startMCPGo(t, c)
+	waitTool(t, c, "everything.trigger-elicitation-request")
+	r := chainCall(t, c, `return await everything.trigger_elicitation_request({});`)
+	if r.IsError || !strings.Contains(r.Text(), "ada@example.com") {
+		t.Fatalf("over SSE: isError=%v %s", r.IsError, r.Text())
+	}
+}
+
+// startEverythingHTTP runs server-everything on streamable HTTP (TypeScript
+// SDK, 2025-11-25) and returns its URL. It takes its port from PORT, so a
+// free one is picked first.
+func startEverythingHTTP(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("node", filepath.Join(repoRoot(t), "tests/node_modules/@modelcontextprotocol/server-everything/dist/index.js"), "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	up := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening on port") {
+				close(up)
+			}
+		}
+	}()
+	select {
+	case <-up:
+	case <-t.Context().Done():
+		t.Fatal("server-everything did not listen")
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+}
