@@ -15,6 +15,7 @@ import (
 
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
 // Exposure modes (gateway.expose). In direct mode the meta-tools are not
@@ -211,7 +212,15 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 				err = nil
 			}
 		}()
-		return toMCP(s.opts.Chain.Call(s.observe(ctx, req), name, backend, tool, req.Params.RawArguments))
+		// serveCall carries progress, logs and the backend's questions to
+		// this client, as for call_tool_chain (2026-07-28 rounds included).
+		out, ask := s.serveCall(ctx, req, req.Params.RawArguments, func(ctx context.Context, args json.RawMessage) *toolcall.Result {
+			return s.opts.Chain.Call(ctx, name, backend, tool, args)
+		}, true)
+		if ask != nil {
+			return ask, nil
+		}
+		return toMCP(out)
 	}
 }
 
