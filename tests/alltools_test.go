@@ -53,6 +53,13 @@ func toolArgs(root string) []struct {
 		{"everything.toggle-simulated-logging", map[string]any{}},
 		{"everything.toggle-subscriber-updates", map[string]any{}},
 		{"everything.trigger-long-running-operation", map[string]any{"duration": 0.2, "steps": 2}},
+		// These ask the client; this client declares no sampling,
+		// elicitation or roots, so kiln refuses the question and says why
+		// (tests/clientreq_test.go answers them).
+		{"everything.get-roots-list", map[string]any{}},
+		{"everything.trigger-elicitation-request", map[string]any{}},
+		{"everything.trigger-sampling-request", map[string]any{"prompt": "hello", "maxTokens": 10}},
+		{"everything.trigger-url-elicitation", map[string]any{"url": "https://example.com/consent"}},
 		{"filesystem.list_allowed_directories", map[string]any{}},
 		{"filesystem.create_directory", map[string]any{"path": p("sub")}},
 		{"filesystem.write_file", map[string]any{"path": p("sub/c.txt"), "content": "gamma\n"}},
@@ -77,6 +84,16 @@ func toolArgs(root string) []struct {
 		{"memory.delete_relations", map[string]any{"relations": []any{relation}}},
 		{"memory.delete_entities", map[string]any{"entityNames": []string{"kiln"}}},
 	}
+}
+
+// asksClient are the tools that ask the client a question while they run,
+// with what this client, which declares no capability, gets: kiln refuses
+// sampling and elicitation for it, and its roots are none.
+var asksClient = map[string]string{
+	"everything.get-roots-list":              "no roots are currently configured",
+	"everything.trigger-elicitation-request": `did not declare the "elicitation" capability`,
+	"everything.trigger-sampling-request":    `did not declare the "sampling" capability`,
+	"everything.trigger-url-elicitation":     `did not declare the "elicitation" capability`,
 }
 
 // TestEveryDefaultToolIsCallable calls every tool of every default backend
@@ -104,6 +121,12 @@ func TestEveryDefaultToolIsCallable(t *testing.T) {
 					// It only runs as an MCP task; kiln must say so plainly.
 					if !r.IsError || !strings.Contains(r.Text(), "only runs as an MCP task") {
 						t.Errorf("%s: want kiln's task-support refusal, got isError=%v %s", tc.id, r.IsError, r.Text())
+					}
+					continue
+				}
+				if want := asksClient[tc.id]; want != "" {
+					if !strings.Contains(r.Text(), want) {
+						t.Errorf("%s: want the refusal %q, got isError=%v %s", tc.id, want, r.IsError, r.Text())
 					}
 					continue
 				}

@@ -149,6 +149,13 @@ var Manifest = &manifest.Manifest{
 		Name:        "get-resource-reference",
 		Title:       "Get Resource Reference Tool",
 	}, {
+		Annotations: json.RawMessage(`{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true}`),
+		Description: "Lists the current MCP roots provided by the client. Demonstrates the roots protocol capability even though this server doesn't access files.",
+		Execution:   json.RawMessage(`{"taskSupport":"forbidden"}`),
+		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{},"type":"object"}`),
+		Name:        "get-roots-list",
+		Title:       "Get Roots List Tool",
+	}, {
 		Annotations:  json.RawMessage(`{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true}`),
 		Description:  "Returns structured content along with an output schema for client data validation",
 		Execution:    json.RawMessage(`{"taskSupport":"forbidden"}`),
@@ -199,12 +206,33 @@ var Manifest = &manifest.Manifest{
 		Name:        "toggle-subscriber-updates",
 		Title:       "Toggle Subscriber Updates",
 	}, {
+		Annotations: json.RawMessage(`{"destructiveHint":false,"idempotentHint":false,"openWorldHint":false,"readOnlyHint":false}`),
+		Description: "Trigger a Request from the Server for User Elicitation",
+		Execution:   json.RawMessage(`{"taskSupport":"forbidden"}`),
+		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{},"type":"object"}`),
+		Name:        "trigger-elicitation-request",
+		Title:       "Trigger Elicitation Request Tool",
+	}, {
 		Annotations: json.RawMessage(`{"destructiveHint":false,"idempotentHint":true,"openWorldHint":false,"readOnlyHint":true}`),
 		Description: "Demonstrates a long running operation with progress updates.",
 		Execution:   json.RawMessage(`{"taskSupport":"forbidden"}`),
 		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"duration":{"default":10,"description":"Duration of the operation in seconds","type":"number"},"steps":{"default":5,"description":"Number of steps in the operation","type":"number"}},"type":"object"}`),
 		Name:        "trigger-long-running-operation",
 		Title:       "Trigger Long Running Operation Tool",
+	}, {
+		Annotations: json.RawMessage(`{"destructiveHint":false,"idempotentHint":false,"openWorldHint":true,"readOnlyHint":false}`),
+		Description: "Trigger a Request from the Server for LLM Sampling",
+		Execution:   json.RawMessage(`{"taskSupport":"forbidden"}`),
+		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"maxTokens":{"default":100,"description":"Maximum number of tokens to generate","type":"number"},"prompt":{"description":"The prompt to send to the LLM","type":"string"}},"required":["prompt"],"type":"object"}`),
+		Name:        "trigger-sampling-request",
+		Title:       "Trigger Sampling Request Tool",
+	}, {
+		Annotations: json.RawMessage(`{"destructiveHint":false,"idempotentHint":false,"openWorldHint":true,"readOnlyHint":false}`),
+		Description: "Trigger a URL elicitation so the client can direct the user to a browser flow. Supports two mechanisms: the request path (elicitation/create, default) which awaits the user's response, and the error path (UrlElicitationRequiredError, -32042) which signals the client to handle URL elicitation via the error response. Set errorPath=true to use the error path.",
+		Execution:   json.RawMessage(`{"taskSupport":"forbidden"}`),
+		InputSchema: json.RawMessage(`{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"elicitationId":{"description":"Optional explicit elicitation ID. Defaults to a random UUID.","type":"string"},"errorPath":{"default":false,"description":"Controls which elicitation mechanism is used. When false (default), sends an elicitation/create request (request path). When true, throws a UrlElicitationRequiredError (MCP error code -32042) so the client handles the URL elicitation via the error path rather than waiting for a response. To clear the error, satisfy the prerequisite and retry this call with the same arguments; the retry ignores errorPath and proceeds, so the client does not loop on the same error.","type":"boolean"},"message":{"default":"Please open the link to complete this action.","description":"Message shown to the user before opening the URL","type":"string"},"url":{"description":"The URL the user should open","format":"uri","type":"string"}},"required":["url"],"type":"object"}`),
+		Name:        "trigger-url-elicitation",
+		Title:       "Trigger URL Elicitation Tool",
 	}},
 	Transport: "stdio",
 	Version:   1,
@@ -270,6 +298,14 @@ type GetResourceReferenceArgs struct {
 	// One of "Text", "Blob". Default "Text".
 	ResourceType *string `json:"resourceType,omitempty"`
 }
+
+// GetRootsList calls tool "get-roots-list". Lists the current MCP roots provided by the client.
+func GetRootsList(ctx context.Context, c toolcall.Caller, args GetRootsListArgs) (*toolcall.Result, error) {
+	return toolcall.Call(ctx, c, Backend, "get-roots-list", args)
+}
+
+// GetRootsListArgs is the arguments object of tool "get-roots-list".
+type GetRootsListArgs struct{}
 
 // GetStructuredContent calls tool "get-structured-content". Returns structured content along with an output schema for client data validation.
 func GetStructuredContent(ctx context.Context, c toolcall.Caller, args GetStructuredContentArgs) (*toolcall.Result, error) {
@@ -347,6 +383,14 @@ func ToggleSubscriberUpdates(ctx context.Context, c toolcall.Caller, args Toggle
 // ToggleSubscriberUpdatesArgs is the arguments object of tool "toggle-subscriber-updates".
 type ToggleSubscriberUpdatesArgs struct{}
 
+// TriggerElicitationRequest calls tool "trigger-elicitation-request". Trigger a Request from the Server for User Elicitation.
+func TriggerElicitationRequest(ctx context.Context, c toolcall.Caller, args TriggerElicitationRequestArgs) (*toolcall.Result, error) {
+	return toolcall.Call(ctx, c, Backend, "trigger-elicitation-request", args)
+}
+
+// TriggerElicitationRequestArgs is the arguments object of tool "trigger-elicitation-request".
+type TriggerElicitationRequestArgs struct{}
+
 // TriggerLongRunningOperation calls tool "trigger-long-running-operation". Demonstrates a long running operation with progress updates.
 func TriggerLongRunningOperation(ctx context.Context, c toolcall.Caller, args TriggerLongRunningOperationArgs) (*toolcall.Result, error) {
 	return toolcall.Call(ctx, c, Backend, "trigger-long-running-operation", args)
@@ -358,4 +402,34 @@ type TriggerLongRunningOperationArgs struct {
 	Duration *float64 `json:"duration,omitempty"`
 	// Number of steps in the operation. Default 5.
 	Steps *float64 `json:"steps,omitempty"`
+}
+
+// TriggerSamplingRequest calls tool "trigger-sampling-request". Trigger a Request from the Server for LLM Sampling.
+func TriggerSamplingRequest(ctx context.Context, c toolcall.Caller, args TriggerSamplingRequestArgs) (*toolcall.Result, error) {
+	return toolcall.Call(ctx, c, Backend, "trigger-sampling-request", args)
+}
+
+// TriggerSamplingRequestArgs is the arguments object of tool "trigger-sampling-request".
+type TriggerSamplingRequestArgs struct {
+	// Maximum number of tokens to generate. Default 100.
+	MaxTokens *float64 `json:"maxTokens,omitempty"`
+	// The prompt to send to the LLM.
+	Prompt string `json:"prompt"`
+}
+
+// TriggerURLElicitation calls tool "trigger-url-elicitation". Trigger a URL elicitation so the client can direct the user to a browser flow.
+func TriggerURLElicitation(ctx context.Context, c toolcall.Caller, args TriggerURLElicitationArgs) (*toolcall.Result, error) {
+	return toolcall.Call(ctx, c, Backend, "trigger-url-elicitation", args)
+}
+
+// TriggerURLElicitationArgs is the arguments object of tool "trigger-url-elicitation".
+type TriggerURLElicitationArgs struct {
+	// Optional explicit elicitation ID.
+	ElicitationID *string `json:"elicitationId,omitempty"`
+	// Controls which elicitation mechanism is used. Default false.
+	ErrorPath *bool `json:"errorPath,omitempty"`
+	// Message shown to the user before opening the URL. Default "Please open the link to complete this action.".
+	Message *string `json:"message,omitempty"`
+	// The URL the user should open.
+	URL string `json:"url"`
 }
