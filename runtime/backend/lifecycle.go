@@ -68,6 +68,14 @@ func (c *Conn) watch() {
 					break
 				}
 			}
+			// The exit can be seen before the stderr copy has the last
+			// lines the process wrote (often the reason it died); wait a
+			// moment for the pipe to close. A child that inherited the
+			// pipe may keep it open, hence the bound.
+			select {
+			case <-c.stderr.drained:
+			case <-time.After(250 * time.Millisecond):
+			}
 			c.end(fmt.Errorf("process %d exited", pid))
 		}()
 		return

@@ -3,6 +3,7 @@ package backend
 import (
 	"errors"
 	"net"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,5 +94,24 @@ func TestDialHonoursDeadlineOnSilentServer(t *testing.T) {
 				t.Fatal("dial ignored its 300ms deadline")
 			}
 		})
+	}
+}
+
+// The stderr ring learns when the process's stderr ends, so an exit is
+// reported with the last lines the process wrote.
+func TestStderrRingSeesEndOfStream(t *testing.T) {
+	r := newRing(1024)
+	cmd := exec.Command("sh", "-c", "echo first >&2; echo 'panic: last words' >&2")
+	cmd.Stderr = r
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.drained:
+	default:
+		t.Fatal("stderr ended but the ring was not told")
+	}
+	if got := r.tail(1); got != "panic: last words" {
+		t.Errorf("tail = %q", got)
 	}
 }

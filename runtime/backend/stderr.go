@@ -1,6 +1,8 @@
 package backend
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"sync"
 )
@@ -11,9 +13,35 @@ type ring struct {
 	mu  sync.Mutex
 	buf []byte
 	max int
+	// drained is closed when the process's stderr reaches end of file:
+	// after that every line it wrote is in buf.
+	drained   chan struct{}
+	drainOnce sync.Once
 }
 
-func newRing(max int) *ring { return &ring{max: max} }
+func newRing(max int) *ring { return &ring{max: max, drained: make(chan struct{})} }
+
+// ReadFrom copies a process's stderr pipe into the ring (os/exec's copy
+// calls it) and marks the end of the stream, so an exit can wait for the
+// last lines a dying process wrote before reporting them.
+func (r *ring) ReadFrom(src io.Reader) (int64, error) {
+	defer r.drainOnce.Do(func() { close(r.drained) })
+	var n int64
+	buf := make([]byte, 32<<10)
+	for {
+		m, err := src.Read(buf)
+		if m > 0 {
+			r.Write(buf[:m])
+			n += int64(m)
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
 
 func (r *ring) Write(p []byte) (int, error) {
 	r.mu.Lock()
