@@ -50,8 +50,8 @@ func TestStdioSnapshotKeepsRawSchemas(t *testing.T) {
 	for _, tool := range m.Tools {
 		names = append(names, tool.Name)
 	}
-	// Pagination limit 2 on the server: seven tools arrive over four pages.
-	if diff := cmp.Diff([]string{"die", "either", "env", "fail", "image", "spawn", "structured"}, sorted(names)); diff != "" {
+	// Pagination limit 2 on the server: eight tools arrive over four pages.
+	if diff := cmp.Diff([]string{"die", "either", "env", "environ", "fail", "image", "spawn", "structured"}, sorted(names)); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	for _, tool := range m.Tools {
@@ -181,8 +181,8 @@ func TestHTTPTransports(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(m.Tools) != 7 {
-				t.Errorf("%d tools, want 7", len(m.Tools))
+			if len(m.Tools) != 8 {
+				t.Errorf("%d tools, want 8", len(m.Tools))
 			}
 			r, err := c.CallTool(t.Context(), "fail", nil, CallOptions{})
 			if err != nil || !r.IsError {

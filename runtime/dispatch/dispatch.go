@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -46,6 +47,10 @@ type Options struct {
 	// resources or prompts changed; kind is "tools", "resources" or
 	// "prompts".
 	OnListChanged func(backend, kind string)
+	// Self lists kiln's own listeners (the --http address, any other
+	// port it serves): backends registered at run time may never connect
+	// to them.
+	Self []netip.AddrPort
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and
