@@ -88,14 +88,14 @@ func (g *Guard) check(host string, ip netip.Addr, port uint16) error {
 
 // Special ranges netip has no predicate for.
 var (
-	sharedNet   = netip.MustParsePrefix("100.64.0.0/10") // carrier-grade NAT, RFC 6598
-	thisNet     = netip.MustParsePrefix("0.0.0.0/8")     // "this network"; Linux connects 0.x locally
-	broadcast   = netip.MustParseAddr("255.255.255.255")
-	siteLocal   = netip.MustParsePrefix("fec0::/10") // deprecated, still routed by some stacks
-	v4Compat    = netip.MustParsePrefix("::/96")     // deprecated IPv4-compatible ::a.b.c.d
-	nat64       = netip.MustParsePrefix("64:ff9b::/96")
-	nat64Local  = netip.MustParsePrefix("64:ff9b:1::/48")
-	sixToFour   = netip.MustParsePrefix("2002::/16")
+	sharedNet  = netip.MustParsePrefix("100.64.0.0/10") // carrier-grade NAT, RFC 6598
+	thisNet    = netip.MustParsePrefix("0.0.0.0/8")     // "this network"; Linux connects 0.x locally
+	broadcast  = netip.MustParseAddr("255.255.255.255")
+	siteLocal  = netip.MustParsePrefix("fec0::/10") // deprecated, still routed by some stacks
+	v4Compat   = netip.MustParsePrefix("::/96")     // deprecated IPv4-compatible ::a.b.c.d
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
 )
 
 // internal names the kind of a non-public address, or returns "". An IPv6
