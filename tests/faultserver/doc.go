@@ -39,5 +39,5 @@
 //	exit <code> <reason>                the process is about to exit on purpose
 //
 // Tools: echo, slow, hang, huge, crash, fail, rich, progress, add_tool,
-// remove_tool and calls; each one's description says what it does.
+// remove_tool, calls and env; each one's description says what it does.
 package main
