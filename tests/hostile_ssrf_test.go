@@ -139,9 +139,9 @@ func (k *ssrfKiln) call(tool string, args map[string]any) result {
 	return r
 }
 
-func (k *ssrfKiln) register(def map[string]any) result {
+func (k *ssrfKiln) register(name string, def map[string]any) result {
 	k.t.Helper()
-	tpl := map[string]any{"name": "int1"}
+	tpl := map[string]any{"name": name}
 	for key, v := range def {
 		tpl[key] = v
 	}
@@ -214,21 +214,24 @@ func portOf(t *testing.T, rawURL string) string {
 	return u.Port()
 }
 
-// expectRefused registers each target as int1 and requires the one
-// uniform refusal, nothing registered, and the reason in kiln's log.
+// expectRefused registers each target as int1, int2, … and requires the
+// one uniform refusal, nothing registered, and the reason in kiln's log.
 func expectRefused(t *testing.T, k *ssrfKiln, targets []struct {
 	name string
 	def  map[string]any
 }) {
 	t.Helper()
 	before := strings.Count(k.logged(), "runtime registration failed")
-	for _, tc := range targets {
-		r := k.register(tc.def)
-		if !r.IsError || r.Text() != notRegistered {
+	for i, tc := range targets {
+		name := fmt.Sprintf("int%d", i+1)
+		start := time.Now()
+		r := k.register(name, tc.def)
+		t.Logf("%s (%s), %s: %s", tc.name, name, time.Since(start).Round(time.Millisecond), firstLine(r.Text()))
+		if want := strings.Replace(notRegistered, `"int1"`, `"`+name+`"`, 1); !r.IsError || r.Text() != want {
 			t.Errorf("%s: the client saw %q (isError %v), want the uniform refusal", tc.name, firstLine(r.Text()), r.IsError)
 		}
 	}
-	if b := k.backends(); strings.Contains(b, `"int1"`) {
+	if b := k.backends(); strings.Contains(b, `"int`) {
 		t.Errorf("a refused registration is listed in kiln://backends:\n%s", b)
 	}
 	if s := k.call("search_tools", map[string]any{"task_description": "register manual call tool chain", "limit": 50}); strings.Contains(s.Text(), "int1.") {
@@ -304,14 +307,14 @@ func TestHostileRegisterManualSSRF(t *testing.T) {
 			{"allowed name redirecting to kiln", httpAt("http://localhost:" + redirectPort + "/mcp")},
 			{"cloud metadata", httpAt("http://169.254.169.254/latest/meta-data/")},
 		})
-		r := k.register(map[string]any{"transport": "http", "url": fault})
+		r := k.register("web", map[string]any{"transport": "http", "url": fault})
 		if r.IsError {
 			t.Fatalf("the allowed fault server: %s", r.Text())
 		}
-		if r := k.call("call_tool_chain", map[string]any{"code": `return await int1.echo({text: "through allow_hosts"});`}); r.IsError || !strings.Contains(r.Text(), "through allow_hosts") {
+		if r := k.call("call_tool_chain", map[string]any{"code": `return await web.echo({text: "through allow_hosts"});`}); r.IsError || !strings.Contains(r.Text(), "through allow_hosts") {
 			t.Errorf("echo through the allowed backend: %s", r.Text())
 		}
-		if !strings.Contains(k.backends(), `"int1"`) {
+		if !strings.Contains(k.backends(), `"web"`) {
 			t.Error("the allowed backend is not listed in kiln://backends")
 		}
 	})
