@@ -237,9 +237,18 @@ func expectRefused(t *testing.T, k *ssrfKiln, targets []struct {
 	if s := k.call("search_tools", map[string]any{"task_description": "register manual call tool chain", "limit": 50}); strings.Contains(s.Text(), "int1.") {
 		t.Errorf("search finds tools of a refused backend: %s", s.Text())
 	}
-	eventually(t, "kiln logged each refusal's reason", func() bool {
-		return strings.Count(k.logged(), "runtime registration failed")-before >= len(targets)
-	})
+	// The log line is written before the answer is sent, so it is there
+	// now; a kiln that never writes it must fail here, not hang.
+	if n := strings.Count(k.logged(), "runtime registration failed") - before; n < len(targets) {
+		deadline := time.Now().Add(5 * time.Second)
+		for n < len(targets) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			n = strings.Count(k.logged(), "runtime registration failed") - before
+		}
+		if n < len(targets) {
+			t.Errorf("kiln logged the reason of %d of %d refusals", n, len(targets))
+		}
+	}
 }
 
 // TestHostileRegisterManualSSRF drives register_manual as a hostile client
