@@ -68,7 +68,9 @@ func mcpServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	s := server.NewMCPServer("probe-target", "1.0.0", server.WithToolCapabilities(true))
 	s.AddTool(mcp.NewTool("ping", mcp.WithDescription("Answers pong.")),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("pong"), nil })
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("pong"), nil
+		})
 	srv := httptest.NewServer(server.NewStreamableHTTPServer(s))
 	t.Cleanup(srv.Close)
 	return srv
