@@ -90,6 +90,7 @@ gateway:
     failures: 2
   registration:
     allow_commands: [%s]
+    allow_hosts: [127.0.0.1]   # the HTTP fault server listens on loopback
     max_backends: 4
 backends:
 %s`, t.TempDir(), faultBin(t), backends))

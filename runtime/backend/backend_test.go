@@ -50,8 +50,8 @@ func TestStdioSnapshotKeepsRawSchemas(t *testing.T) {
 	for _, tool := range m.Tools {
 		names = append(names, tool.Name)
 	}
-	// Pagination limit 2 on the server: nine tools arrive over five pages.
-	if diff := cmp.Diff([]string{"ask", "caps", "die", "either", "env", "fail", "image", "spawn", "structured"}, sorted(names)); diff != "" {
+	// Pagination limit 2 on the server: ten tools arrive over five pages.
+	if diff := cmp.Diff([]string{"ask", "caps", "die", "either", "env", "environ", "fail", "image", "spawn", "structured"}, sorted(names)); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 	for _, tool := range m.Tools {
@@ -197,8 +197,8 @@ func TestHTTPTransports(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(m.Tools) != 9 {
-				t.Errorf("%d tools, want 9", len(m.Tools))
+			if len(m.Tools) != 10 {
+				t.Errorf("%d tools, want 10", len(m.Tools))
 			}
 			r, err := c.CallTool(t.Context(), "fail", nil, CallOptions{})
 			if err != nil || !r.IsError {

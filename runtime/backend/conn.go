@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -34,6 +35,9 @@ type Options struct {
 	// without a call's Requester in their context. When set, kiln offers
 	// the backend those client capabilities; when nil it offers none.
 	OnRequest func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Guard, when set, checks every address an HTTP or SSE backend's
+	// connections reach; kiln sets it for backends registered at run time.
+	Guard *Guard
 }
 
 // Conn is a live, initialized session with one backend. It is safe for
@@ -44,6 +48,7 @@ type Conn struct {
 	client    *client.Client
 	stderr    *ring
 	proc      *exec.Cmd
+	http      *http.Client // the guarded client, whose idle connections Close drops
 	server    mcp.Implementation
 	protocol  string
 	instr     string
@@ -88,7 +93,10 @@ func Dial(ctx context.Context, cfg *config.Backend, opts Options) (*Conn, error)
 
 func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy bool) (*Conn, error) {
 	c := &Conn{name: cfg.Name, transport: cfg.Transport, stderr: newRing(stderrRingBytes), done: make(chan struct{})}
-	t, err := newTransport(cfg, c.stderr, &c.proc)
+	if opts.Guard != nil && cfg.Transport != config.TransportStdio {
+		c.http = opts.Guard.Client()
+	}
+	t, err := newTransport(cfg, c.stderr, &c.proc, c.http)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
 	}
@@ -253,6 +261,9 @@ func (c *Conn) Close() error {
 		}()
 		if pid == 0 {
 			c.closeErr = <-closed
+			if c.http != nil {
+				c.http.CloseIdleConnections()
+			}
 			return
 		}
 		select {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -44,6 +45,15 @@ func testServer() *server.MCPServer {
 	s.AddTool(mcp.NewTool("env", mcp.WithDescription("Reads GITHUB_TOKEN.")),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(os.Getenv("GITHUB_TOKEN") + "|" + os.Getenv("github_token")), nil
+		})
+	s.AddTool(mcp.NewTool("environ", mcp.WithDescription("Lists the names of the process's environment variables.")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var names []string
+			for _, kv := range os.Environ() {
+				name, _, _ := strings.Cut(kv, "=")
+				names = append(names, name)
+			}
+			return mcp.NewToolResultText(strings.Join(names, "\n")), nil
 		})
 	s.AddTool(mcp.NewTool("spawn", mcp.WithDescription("Starts a child that outlives a plain kill of this process.")),
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"syscall"
@@ -109,14 +110,16 @@ func cancelRemote(ctx context.Context, t interface {
 
 // newTransport builds the SDK transport for a backend. For stdio it returns
 // the started process too, so Close can signal its whole process group.
-func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd) (transport.Interface, error) {
+// An HTTP or SSE backend uses hc when it is set (a guarded client), else
+// the SDK's default client.
+func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd, hc *http.Client) (transport.Interface, error) {
 	switch cfg.Transport {
 	case config.TransportStdio:
 		cmdFunc := func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			// Not CommandContext: the process must outlive the dial context;
 			// Close stops it.
 			cmd := exec.Command(command, args...)
-			cmd.Env = cfg.Environ(os.Environ())
+			cmd.Env = cfg.Environ(inheritedEnv(os.Environ()))
 			cmd.Dir = cfg.Cwd
 			cmd.Stderr = stderr
 			// Own process group: stopping a backend also stops the
@@ -127,13 +130,21 @@ func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd) (transport
 		}
 		return stdioTransport{transport.NewStdioWithOptions(cfg.Command, nil, cfg.Args, transport.WithCommandFunc(cmdFunc))}, nil
 	case config.TransportHTTP:
-		t, err := transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers))
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(cfg.Headers)}
+		if hc != nil {
+			opts = append(opts, transport.WithHTTPBasicClient(hc))
+		}
+		t, err := transport.NewStreamableHTTP(cfg.URL, opts...)
 		if err != nil {
 			return nil, err
 		}
 		return httpTransport{t}, nil
 	case config.TransportSSE:
-		t, err := transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers))
+		opts := []transport.ClientOption{transport.WithHeaders(cfg.Headers)}
+		if hc != nil {
+			opts = append(opts, transport.WithHTTPClient(hc))
+		}
+		t, err := transport.NewSSE(cfg.URL, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -23,6 +23,13 @@ import (
 // message says which setting would allow it.
 var ErrRefused = errors.New("registration refused")
 
+// ErrNotRegistered is what a client learns when an HTTP or SSE backend it
+// asked for did not connect: the same words whether the address was
+// refused by policy, closed, filtered or answered but not as MCP, so
+// register_manual cannot be used to probe a network. kiln's log has the
+// reason.
+var ErrNotRegistered = errors.New("the address is not allowed or did not answer as an MCP server; check the URL, or ask kiln's operator to allow the host in gateway.registration.allow_hosts")
+
 // persisted is the state file's form of one registration. Manifest is the
 // backend's last known offer, so a restored backend is listed, searchable
 // and bound in the sandbox at start, before it connects again.
@@ -68,7 +75,14 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 	if err != nil {
 		c.opts.Backends.RemoveBackend(name)
 		release()
-		return nil, err
+		if b.Transport == config.TransportStdio {
+			// An allowed command's own words (its stderr) help the caller
+			// and reveal nothing about the network.
+			return nil, err
+		}
+		c.log.Warn("runtime registration failed; the client was told only that it could not be registered",
+			"backend", name, "transport", b.Transport, "url", b.URL, "err", err)
+		return nil, fmt.Errorf("backend %q could not be registered: %w", name, ErrNotRegistered)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

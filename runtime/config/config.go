@@ -84,6 +84,11 @@ type Registration struct {
 	// time may run, by base name or absolute path; empty refuses every
 	// stdio registration, so only HTTP backends can be added.
 	AllowCommands []string
+	// AllowHosts lists the addresses a backend registered at run time may
+	// reach although they are loopback, private, link-local or otherwise
+	// internal, which are refused by default. kiln's own listeners stay
+	// refused whatever this says.
+	AllowHosts []HostRule
 	// MaxBackends caps backends registered at run time (default 10).
 	MaxBackends int
 	// Persist keeps registrations across restarts in StateDir.

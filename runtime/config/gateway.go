@@ -48,6 +48,17 @@ func (b *builder) registration(def Registration) Registration {
 		}
 		r.AllowCommands = append(r.AllowCommands, cmd)
 	}
+	for _, v := range b.list("gateway.registration.allow_hosts") {
+		if !b.nonEmpty(v, "give a host, host:port or CIDR such as mcp.internal, 127.0.0.1:3000 or 10.0.0.0/8") {
+			continue
+		}
+		rule, err := ParseHostRule(v.s)
+		if err != nil {
+			b.p.addValue(v, "%v", err)
+			continue
+		}
+		r.AllowHosts = append(r.AllowHosts, rule)
+	}
 	return r
 }
 

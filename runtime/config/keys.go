@@ -16,7 +16,7 @@ var (
 	sandboxKeys      = []string{"timeout", "max_timeout", "memory", "max_calls", "max_concurrent", "queue_wait"}
 	outputKeys       = []string{"intent_filter", "auto_chunk_json", "smart_truncation", "size_footer", "intent_threshold", "chunk_threshold", "truncate_at"}
 	healthKeys       = []string{"interval", "timeout", "failures"}
-	registrationKeys = []string{"allow_commands", "max_backends", "persist"}
+	registrationKeys = []string{"allow_commands", "allow_hosts", "max_backends", "persist"}
 	httpKeys         = []string{"auth_token", "jwt_issuer", "jwks_url", "audience", "allowed_origins", "allowed_hosts", "max_body", "max_sessions", "max_sessions_total", "session_idle", "max_connections", "max_connections_per_client", "read_timeout"}
 	semanticKeys     = []string{"model", "sha256", "threads"}
 	backendKeys      = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled", "max_concurrent", "queue_wait", "bare"}
@@ -38,6 +38,7 @@ var (
 	// tree, like args, and cannot be overridden from the environment.
 	sectionListKeys = map[string]bool{
 		"gateway.registration.allow_commands": true,
+		"gateway.registration.allow_hosts":    true,
 		"gateway.http.allowed_origins":        true,
 		"gateway.http.allowed_hosts":          true,
 		"gateway.pin":                         true,

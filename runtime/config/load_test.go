@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,8 +49,13 @@ func TestLoadFull(t *testing.T) {
 				ChunkThreshold:  8192,
 				TruncateAt:      30000,
 			},
-			Health:       Health{Interval: 10 * time.Second, Timeout: 2 * time.Second, Failures: 2},
-			Registration: Registration{AllowCommands: []string{"npx", "/usr/local/bin/my-server"}, MaxBackends: 3, Persist: true},
+			Health: Health{Interval: 10 * time.Second, Timeout: 2 * time.Second, Failures: 2},
+			Registration: Registration{AllowCommands: []string{"npx", "/usr/local/bin/my-server"}, MaxBackends: 3, Persist: true,
+				AllowHosts: []HostRule{
+					{Name: "mcp.internal"},
+					{Prefix: netip.MustParsePrefix("127.0.0.1/32"), Port: 3000},
+					{Prefix: netip.MustParsePrefix("10.0.0.0/8")},
+				}},
 			HTTP: HTTP{
 				AuthToken: "t0k", JWTIssuer: "https://issuer.example.test", JWKSURL: "https://issuer.example.test/jwks.json",
 				Audience: "kiln", AllowedOrigins: []string{"https://app.example.test"}, AllowedHosts: []string{"kiln.internal:8080"},
@@ -107,7 +113,7 @@ func TestLoadFull(t *testing.T) {
 			},
 		},
 	}
-	if diff := cmp.Diff(want, cfg); diff != "" {
+	if diff := cmp.Diff(want, cfg, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
 }

@@ -52,6 +52,11 @@ gateway:
 			`kiln.yaml:4: gateway.registration.allow_commands[0]: "bin/server" is a relative path; give a bare program name (npx) or an absolute path`}},
 		{"allowed commands not a list", "version: 1\ngateway:\n  registration:\n    allow_commands: npx\n", nil, []string{
 			`kiln.yaml:4: gateway.registration.allow_commands: is a single value; want a list such as ["npx"]`}},
+		{"allowed hosts not hosts", "version: 1\ngateway:\n  registration:\n    allow_hosts: [\"http://a.test/mcp\", 10.0.0.0/33, \"a.test:0\", \"\"]\n", nil, []string{
+			`kiln.yaml:4: gateway.registration.allow_hosts[0]: "http://a.test/mcp" is not a host; write a host, host:port or CIDR such as mcp.internal, 127.0.0.1:3000 or 10.0.0.0/8`,
+			`kiln.yaml:4: gateway.registration.allow_hosts[1]: "10.0.0.0/33" is not a valid CIDR prefix (a port cannot go with one); write a host, host:port or CIDR such as mcp.internal, 127.0.0.1:3000 or 10.0.0.0/8`,
+			`kiln.yaml:4: gateway.registration.allow_hosts[2]: "a.test:0" has no valid port (1 to 65535); write a host, host:port or CIDR such as mcp.internal, 127.0.0.1:3000 or 10.0.0.0/8`,
+			`kiln.yaml:4: gateway.registration.allow_hosts[3]: empty; give a host, host:port or CIDR such as mcp.internal, 127.0.0.1:3000 or 10.0.0.0/8`}},
 		{"jwt issuer without jwks", "version: 1\ngateway:\n  http:\n    jwt_issuer: https://a.test\n", nil, []string{
 			`kiln.yaml: gateway.http: jwt_issuer and jwks_url go together; set both to validate JWTs, or neither`}},
 		{"session total below per-client", "version: 1\ngateway:\n  http:\n    max_sessions: 10\n    max_sessions_total: 5\n", nil, []string{

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +63,10 @@ type Options struct {
 	// roots, or nil when there are none or several; a backend's roots/list
 	// outside any call goes to it.
 	SoleClient func() ClientSession
+	// Self lists kiln's own listeners (the --http address, any other
+	// port it serves): backends registered at run time may never connect
+	// to them.
+	Self []netip.AddrPort
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and

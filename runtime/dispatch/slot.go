@@ -144,6 +144,11 @@ func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
 	s.d.mu.Lock()
 	cfg := s.cfg
 	connectTimeout := s.d.cfg.Gateway.ConnectTimeout
+	var guard *backend.Guard
+	if s.dynamic {
+		// Read per attempt: allow_hosts reloads with the config.
+		guard = &backend.Guard{Allow: s.d.cfg.Gateway.Registration.AllowHosts, Self: s.d.opts.Self}
+	}
 	if !first {
 		s.state, s.since = StateStarting, time.Now()
 		s.signalLocked()
@@ -153,6 +158,7 @@ func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
 	name := cfg.Name
 	conn, err := backend.DialTimeout(ctx, &cfg, connectTimeout, backend.Options{
 		ClientVersion: s.d.opts.Version,
+		Guard:         guard,
 		OnNotification: func(method string, params json.RawMessage) {
 			s.d.notification(name, method, params)
 		},

@@ -41,6 +41,6 @@
 //	answered <action>                   the ask tool got the client's answer
 //
 // Tools: echo, slow, hang, huge, crash, fail, stderr, rich, progress,
-// add_tool, remove_tool, ask and calls; each one's description says what
-// it does.
+// add_tool, remove_tool, ask, calls and env; each one's description says
+// what it does.
 package main

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -275,6 +276,10 @@ func TestTools(t *testing.T) {
 			before, _ := strconv.Atoi(onlyText(t, call(t, b, "calls", nil)))
 			call(t, b, "echo", map[string]any{"text": "x"})
 			after, _ := strconv.Atoi(onlyText(t, call(t, b, "calls", nil)))
+			names := strings.Split(onlyText(t, call(t, b, "env", nil)), "\n")
+			if !slices.Contains(names, "FAULT_STATE_DIR") || !slices.IsSorted(names) || strings.Contains(strings.Join(names, ""), "=") {
+				t.Errorf("env lists %v; want sorted names only, FAULT_STATE_DIR among them", names)
+			}
 			if before != 7 || after != 9 {
 				t.Errorf("calls went %d → %d around one echo; want 7 (six calls and itself) → 9", before, after)
 			}

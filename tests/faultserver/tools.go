@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +93,7 @@ func newServer(tp *tap, events *eventLog, stderr io.Writer, g *garbage) *mcp.Ser
 	add(ts, "remove_tool", "Removes the tool with the given name; clients get notifications/tools/list_changed.", ts.removeTool)
 	add(ts, "ask", "Asks the client for a name (elicitation/create in form mode; an input-required result on 2026-07-28) and returns \"answer: <name>\".", ts.ask)
 	add(ts, "calls", "Returns how many tools/call requests this process has received, this one included.", ts.calls)
+	add(ts, "env", "Returns the names of the environment variables this process sees, sorted, one per line (never their values).", ts.env)
 	return srv
 }
 
@@ -264,6 +266,18 @@ func (ts *tools) calls(_ context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.
 
 // tinyPNG encodes a 2x2 image, so the rich tool's image is a PNG any decoder
 // accepts rather than bytes that merely claim to be one.
+// env lists names only: tests check what a backend inherits, and values
+// could be secrets.
+func (ts *tools) env(_ context.Context, _ *mcp.CallToolRequest, _ noIn) (*mcp.CallToolResult, any, error) {
+	var names []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return text(strings.Join(names, "\n")), nil, nil
+}
+
 func tinyPNG() []byte {
 	img := image.NewNRGBA(image.Rect(0, 0, 2, 2))
 	img.Set(0, 0, color.NRGBA{R: 255, A: 255})

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -136,6 +137,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			hub.refresh(ctx, name)
 		},
 		Refresh: func(ctx context.Context, name string) error { return cat.Refresh(ctx, name) },
+		Self:    front.addrs(),
 		OnListChanged: func(name, kind string) {
 			if kind == "tools" {
 				refresh(name)
@@ -273,6 +275,18 @@ func openFrontDoor(addr string, cfg *config.Config, log *slog.Logger) (*frontDoo
 	}
 	log.Info("http front door", "auth", auth)
 	return &frontDoor{ln: guard.Listener(ln), guard: guard, cfg: cfg.Gateway.HTTP}, nil
+}
+
+// addrs lists the addresses kiln listens on, which backends registered at
+// run time must never reach; none without --http.
+func (f *frontDoor) addrs() []netip.AddrPort {
+	if f == nil {
+		return nil
+	}
+	if a, ok := f.ln.Addr().(*net.TCPAddr); ok {
+		return []netip.AddrPort{a.AddrPort()}
+	}
+	return nil
 }
 
 func (f *frontDoor) serve(ctx context.Context, h http.Handler, stderr io.Writer) int {
