@@ -266,6 +266,7 @@ gateway:
   state_dir: %s
   registration:
     allow_commands: [%s]
+    allow_hosts: [127.0.0.1]   # the HTTP backends these tests register listen on loopback
 backends:
   everything:
     transport: stdio
@@ -482,6 +483,7 @@ gateway:
   state_dir: %s
   registration:
     allow_commands: [%s]
+    allow_hosts: [127.0.0.1]   # the HTTP backends these tests register listen on loopback
 backends:
   everything:
     transport: stdio
@@ -561,7 +563,7 @@ func conformanceServer(t *testing.T) string {
 func TestConformanceServerInputRequired(t *testing.T) {
 	bin := conformanceServer(t)
 	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\ngateway:\n  state_dir: %s\n  registration:\n    allow_commands: [%s]\nbackends: {}\n", t.TempDir(), bin)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\ngateway:\n  state_dir: %s\n  registration:\n    allow_commands: [%s]\n    allow_hosts: [127.0.0.1]\nbackends: {}\n", t.TempDir(), bin)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range protocols {
