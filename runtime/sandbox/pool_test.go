@@ -46,11 +46,6 @@ func newTestPool(t testing.TB, lim Limits, fn func(context.Context, string, stri
 	return p, fc
 }
 
-// runner is what Sandbox and Pool share.
-type runner interface {
-	Run(ctx context.Context, code string, opts RunOptions) (*Outcome, error)
-}
-
 // comparable is an Outcome without its timing, with Cause reduced to its
 // sentinel and text.
 type comparable struct {
