@@ -68,14 +68,23 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	switch out.Transport {
 	case "":
 		// Already reported; checking the rest would guess at intent.
+	case TransportWorkspace:
+		for _, k := range append(slices.Clone(stdioOnlyKeys), remoteOnlyKeys...) {
+			if present(k) {
+				b.misplaced(rb, sc, k, "not used by workspace backends; remove it (Bash variables go in bash.env as a list of names)")
+			}
+		}
+		b.workspace(rb, sc, path, g, &out)
 	case TransportStdio:
 		for _, k := range remoteOnlyKeys {
 			if present(k) {
 				b.misplaced(rb, sc, k, "not used by stdio backends; remove it or set transport: http (or sse)")
 			}
 		}
+		b.workspaceKeys(rb, sc, present)
 		b.stdio(rb, sc, path, &out)
 	default:
+		b.workspaceKeys(rb, sc, present)
 		for _, k := range stdioOnlyKeys {
 			if present(k) {
 				b.misplaced(rb, sc, k, "not used by the "+out.Transport+" transport; remove it or set transport: stdio")
@@ -95,6 +104,15 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	return out
 }
 
+// workspaceKeys reports workspace settings on another transport.
+func (b *builder) workspaceKeys(rb *rawBackend, sc map[string]value, present func(string) bool) {
+	for _, k := range workspaceOnlyKeys {
+		if present(k) {
+			b.misplaced(rb, sc, k, "only used by workspace backends; remove it or set transport: workspace")
+		}
+	}
+}
+
 // transport decides the transport: as declared, or stdio when only a
 // command is given. A url alone is not enough: http and sse differ.
 func (b *builder) transport(rb *rawBackend, v value, present func(string) bool) string {
@@ -109,6 +127,8 @@ func (b *builder) transport(rb *rawBackend, v value, present func(string) bool) 
 	switch {
 	case present("command"):
 		return TransportStdio
+	case present("root"):
+		b.p.add(rb.line, path+".transport", "missing; add transport: workspace to serve kiln's file and shell tools over root")
 	case present("url"):
 		b.p.add(rb.line, path+".transport", "missing; add transport: http (streamable HTTP) or transport: sse (legacy HTTP+SSE)")
 	default:

@@ -10,6 +10,9 @@ const (
 	TransportStdio = "stdio"
 	TransportHTTP  = "http" // streamable HTTP
 	TransportSSE   = "sse"  // legacy HTTP+SSE
+	// TransportWorkspace is kiln's own file and shell tools over a folder,
+	// served in process (runtime/workspace).
+	TransportWorkspace = "workspace"
 )
 
 // Config is a loaded, expanded and validated kiln.yaml.
@@ -136,7 +139,7 @@ type Output struct {
 // Backend is one declared backend MCP server.
 type Backend struct {
 	Name      string
-	Transport string // TransportStdio, TransportHTTP or TransportSSE
+	Transport string // TransportStdio, TransportHTTP, TransportSSE or TransportWorkspace
 	// stdio
 	Command string
 	Args    []string
@@ -145,6 +148,8 @@ type Backend struct {
 	// http and sse
 	URL     string
 	Headers map[string]string // keys keep their case; values expanded
+	// workspace
+	Workspace *Workspace
 	// Timeout is the per-call timeout (default Gateway.CallTimeout).
 	Timeout time.Duration
 	// MaxConcurrent caps calls in flight (default 10 for stdio, 100 for
