@@ -131,6 +131,8 @@ func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd) (transport
 			return nil, err
 		}
 		return sseTransport{t}, nil
+	case config.TransportWorkspace:
+		return newWorkspaceTransport(cfg)
 	}
 	return nil, fmt.Errorf("unknown transport %q", cfg.Transport)
 }

@@ -57,7 +57,7 @@ func (r *Root) walkTree(ctx context.Context, rel string, fn func(rel string, d f
 				return err
 			}
 			child := filepath.Join(rel, e.Name())
-			if err := fn(child, e); err != nil {
+			if err := fn(child, atEntry{e, int(f.Fd())}); err != nil {
 				if errors.Is(err, fs.SkipDir) {
 					continue
 				}
@@ -76,6 +76,50 @@ func (r *Root) walkTree(ctx context.Context, rel string, fn func(rel string, d f
 		return nil
 	}
 	return walk(f, rel)
+}
+
+// atEntry answers Info through the parent folder's descriptor: the os
+// package would lstat a path name, which a swapped folder could redirect.
+type atEntry struct {
+	fs.DirEntry
+	dirfd int
+}
+
+func (e atEntry) Info() (fs.FileInfo, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(e.dirfd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, err
+	}
+	return statInfo{name: e.Name(), st: st}, nil
+}
+
+type statInfo struct {
+	name string
+	st   unix.Stat_t
+}
+
+func (i statInfo) Name() string       { return i.name }
+func (i statInfo) Size() int64        { return i.st.Size }
+func (i statInfo) ModTime() time.Time { return time.Unix(i.st.Mtim.Unix()) }
+func (i statInfo) IsDir() bool        { return i.st.Mode&unix.S_IFMT == unix.S_IFDIR }
+func (i statInfo) Sys() any           { return &i.st }
+func (i statInfo) Mode() fs.FileMode {
+	m := fs.FileMode(i.st.Mode & 0o777)
+	switch i.st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	}
+	return m
 }
 
 // globMatch matches a slash-separated path against a pattern where **
@@ -163,7 +207,7 @@ func globTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 	var hits []hit
 	err := w.root.walkTree(ctx, base, func(rel string, d fs.DirEntry) error {
 		sub, _ := filepath.Rel(base, rel)
-		if globMatch(pat, filepath.ToSlash(sub)) {
+		if !d.IsDir() && globMatch(pat, filepath.ToSlash(sub)) {
 			var mod time.Time
 			if info, err := d.Info(); err == nil {
 				mod = info.ModTime()

@@ -25,6 +25,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "serve":
 		return runServe(ctx, args[1:], stdin, stdout, stderr)
+	case workspaceExec: // hidden: how a workspace's Bash confines itself
+		return runWorkspaceExec(args[1:], stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "kiln", version.String())
 		return exitOK
