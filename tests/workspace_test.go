@@ -244,4 +244,3 @@ func TestWorkspaceAgentFlow(t *testing.T) {
 	k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), false, "passed", "ok")
 	k.expect(t, k.tier1(t, "repo.Bash", map[string]any{"command": "go build ./... && echo BUILD-OK"}), false, "BUILD-OK")
 }
-
