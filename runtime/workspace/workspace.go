@@ -38,6 +38,9 @@ type Workspace struct {
 	// confine is how Bash commands are contained; see confine.go.
 	confine *confinement
 
+	closeOnce sync.Once
+	closeErr  error
+
 	mu     sync.Mutex
 	shells map[string]*shell
 	nextID int
@@ -125,6 +128,11 @@ func (w *Workspace) Call(ctx context.Context, name string, args json.RawMessage)
 // Close kills every shell still running and removes the private
 // temporary folder.
 func (w *Workspace) Close() error {
+	w.closeOnce.Do(func() { w.closeErr = w.close() })
+	return w.closeErr
+}
+
+func (w *Workspace) close() error {
 	w.mu.Lock()
 	w.closed = true
 	shells := make([]*shell, 0, len(w.shells))
