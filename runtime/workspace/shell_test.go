@@ -94,7 +94,7 @@ func TestBackgroundShells(t *testing.T) {
 	}
 	got = ""
 	for !strings.Contains(got, "finished") {
-		got = f.expectOK("BashOutput", map[string]any{"bash_id": "bash_1", "filter": "t"})
+		got += f.expectOK("BashOutput", map[string]any{"bash_id": "bash_1", "filter": "t"})
 		if strings.Contains(got, "one") {
 			t.Fatalf("second read repeated old output: %q", got)
 		}
