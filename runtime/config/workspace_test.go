@@ -81,3 +81,44 @@ func TestRegisterRefusesWorkspace(t *testing.T) {
 		t.Fatalf("ParseBackend = %v, want one problem at backends.ws.transport", err)
 	}
 }
+
+// TestWorkspaceSchema checks the schema accepts a full workspace backend
+// and rejects what the loader rejects.
+func TestWorkspaceSchema(t *testing.T) {
+	sch := compileSchema(t)
+	const head = "version: 1\nbackends:\n  repo:\n"
+	good := head + "    transport: workspace\n    root: .\n    readonly: true\n    max_output: 10\n    bash: {timeout: 1m, max_timeout: 2m, env: [A], network: false, unconfined: false}\n"
+	if err := sch.Validate(yamlInstance(t, []byte(good))); err != nil {
+		t.Errorf("schema rejected a valid workspace: %v", err)
+	}
+	if _, err := loadYAML(t, good, nil, ""); err != nil {
+		t.Errorf("loader rejected a valid workspace: %v", err)
+	}
+	for name, text := range map[string]string{
+		"no root":          head + "    transport: workspace\n",
+		"root on stdio":    head + "    command: x\n    root: .\n",
+		"bash on http":     head + "    transport: http\n    url: http://a.test\n    bash: {timeout: 1m}\n",
+		"url on workspace": head + "    transport: workspace\n    root: .\n    url: http://a.test\n",
+		"unknown bash key": head + "    transport: workspace\n    root: .\n    bash: {shell: zsh}\n",
+		"env as mapping":   head + "    transport: workspace\n    root: .\n    bash: {env: {A: b}}\n",
+		"network yes":      head + "    transport: workspace\n    root: .\n    bash: {network: yes}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := loadYAML(t, text, nil, ""); !errors.Is(err, ErrInvalid) {
+				t.Errorf("loader: %v, want ErrInvalid", err)
+			}
+			if err := sch.Validate(yamlInstance(t, []byte(text))); err == nil {
+				t.Errorf("schema accepted it")
+			}
+		})
+	}
+}
+
+// TestWorkspaceOverride shows root and readonly follow KILN_ overrides
+// like other scalar backend keys.
+func TestWorkspaceOverride(t *testing.T) {
+	cfg := mustLoad(t, "version: 1\nbackends:\n  repo: {transport: workspace, root: .}\n", map[string]string{"KILN_BACKENDS_REPO_READONLY": "true"})
+	if b, _ := cfg.Backend("repo"); !b.Workspace.ReadOnly {
+		t.Error("KILN_BACKENDS_REPO_READONLY=true did not apply")
+	}
+}
