@@ -93,6 +93,11 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 		b.remote(rb, sc, path, &out)
 	}
 	out.Timeout = b.duration(b.expand(sc["timeout"]), g.CallTimeout)
+	if out.Workspace != nil && !sc["timeout"].ok {
+		// A workspace's own deadlines (bash.max_timeout) bound its calls;
+		// the gateway's call timeout must not cut them short.
+		out.Timeout = max(out.Timeout, out.Workspace.Bash.MaxTimeout+workspaceTimeoutMargin)
+	}
 	out.Enabled = b.boolean(b.expand(sc["enabled"]), true)
 	defMax := defaultMaxConcurrentHTTP
 	if out.Transport == TransportStdio {

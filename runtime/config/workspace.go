@@ -49,6 +49,9 @@ const (
 	DefaultWorkspaceMaxOutput = 100000
 	DefaultBashTimeout        = 2 * time.Minute
 	DefaultBashMaxTimeout     = 10 * time.Minute
+	// workspaceTimeoutMargin lets a command killed at bash.max_timeout
+	// still report its exit code 124 before the call's own deadline.
+	workspaceTimeoutMargin = 10 * time.Second
 )
 
 // workspace checks a workspace backend's keys.

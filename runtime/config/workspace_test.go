@@ -33,6 +33,9 @@ backends:
 	if diff := cmp.Diff(want, repo.Workspace); diff != "" {
 		t.Errorf("repo (-want +got):\n%s", diff)
 	}
+	if repo.Timeout != time.Minute+workspaceTimeoutMargin {
+		t.Errorf("repo timeout = %s, want bash.max_timeout plus the margin", repo.Timeout)
+	}
 	scratch, _ := cfg.Backend("scratch")
 	wantDef := &Workspace{Root: cfg.Dir, MaxOutput: DefaultWorkspaceMaxOutput, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "scratch"),
 		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout}}
@@ -120,5 +123,12 @@ func TestWorkspaceOverride(t *testing.T) {
 	cfg := mustLoad(t, "version: 1\nbackends:\n  repo: {transport: workspace, root: .}\n", map[string]string{"KILN_BACKENDS_REPO_READONLY": "true"})
 	if b, _ := cfg.Backend("repo"); !b.Workspace.ReadOnly {
 		t.Error("KILN_BACKENDS_REPO_READONLY=true did not apply")
+	}
+}
+
+func TestWorkspaceExplicitTimeout(t *testing.T) {
+	cfg := mustLoad(t, "version: 1\nbackends:\n  repo: {transport: workspace, root: ., timeout: 5s}\n", nil)
+	if b, _ := cfg.Backend("repo"); b.Timeout != 5*time.Second {
+		t.Errorf("timeout = %s, want the 5s the config sets", b.Timeout)
 	}
 }
