@@ -18,7 +18,7 @@ require (
 	github.com/spf13/viper v1.21.0
 	github.com/yosida95/uritemplate/v3 v3.0.2
 	go.yaml.in/yaml/v3 v3.0.6
-	golang.org/x/sys v0.41.0
+	golang.org/x/sys v0.48.0
 	golang.org/x/text v0.28.0
 )
 

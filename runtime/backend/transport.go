@@ -149,6 +149,8 @@ func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd, hc *http.C
 			return nil, err
 		}
 		return sseTransport{t}, nil
+	case config.TransportWorkspace:
+		return newWorkspaceTransport(cfg)
 	}
 	return nil, fmt.Errorf("unknown transport %q", cfg.Transport)
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 )
 
@@ -98,8 +99,13 @@ func (c *Catalog) Refresh(ctx context.Context, name string) error {
 		m := *compiled
 		m.Tools = tools
 		c.opts.Registry.Replace(&m)
-		c.log.Warn("backend tools drifted from the compiled manifest; serving the live list (run `make generate` to compile it in, `kiln-gen diff` to review)",
-			"backend", name, "drift", d.String())
+		if compiled.Transport == config.TransportWorkspace && len(compiled.Tools) == 0 {
+			// Kiln's own workspace tools: served from source, nothing to compile.
+			c.log.Info("workspace tools served", "backend", name, "tools", len(tools))
+		} else {
+			c.log.Warn("backend tools drifted from the compiled manifest; serving the live list (run `make generate` to compile it in, `kiln-gen diff` to review)",
+				"backend", name, "drift", d.String())
+		}
 	}
 	c.publishLocked()
 	return nil

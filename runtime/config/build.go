@@ -73,14 +73,23 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	switch out.Transport {
 	case "":
 		// Already reported; checking the rest would guess at intent.
+	case TransportWorkspace:
+		for _, k := range append(slices.Clone(stdioOnlyKeys), remoteOnlyKeys...) {
+			if present(k) {
+				b.misplaced(rb, sc, k, "not used by workspace backends; remove it (Bash variables go in bash.env as a list of names)")
+			}
+		}
+		b.workspace(rb, sc, path, g, &out)
 	case TransportStdio:
 		for _, k := range remoteOnlyKeys {
 			if present(k) {
 				b.misplaced(rb, sc, k, "not used by stdio backends; remove it or set transport: http (or sse)")
 			}
 		}
+		b.workspaceKeys(rb, sc, present)
 		b.stdio(rb, sc, path, &out)
 	default:
+		b.workspaceKeys(rb, sc, present)
 		for _, k := range stdioOnlyKeys {
 			if present(k) {
 				b.misplaced(rb, sc, k, "not used by the "+out.Transport+" transport; remove it or set transport: stdio")
@@ -89,6 +98,11 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 		b.remote(rb, sc, path, &out)
 	}
 	out.Timeout = b.duration(b.expand(sc["timeout"]), g.CallTimeout)
+	if out.Workspace != nil && !sc["timeout"].ok {
+		// A workspace's own deadlines (bash.max_timeout) bound its calls;
+		// the gateway's call timeout must not cut them short.
+		out.Timeout = max(out.Timeout, out.Workspace.Bash.MaxTimeout+workspaceTimeoutMargin)
+	}
 	out.Enabled = b.boolean(b.expand(sc["enabled"]), true)
 	out.Bare = b.boolean(b.expand(sc["bare"]), false)
 	defMax := defaultMaxConcurrentHTTP
@@ -99,6 +113,15 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	out.QueueWait = b.duration(b.expand(sc["queue_wait"]), defaultQueueWait)
 	out.Vars = sortRefs(b.refs)
 	return out
+}
+
+// workspaceKeys reports workspace settings on another transport.
+func (b *builder) workspaceKeys(rb *rawBackend, sc map[string]value, present func(string) bool) {
+	for _, k := range workspaceOnlyKeys {
+		if present(k) {
+			b.misplaced(rb, sc, k, "only used by workspace backends; remove it or set transport: workspace")
+		}
+	}
 }
 
 // transport decides the transport: as declared, or stdio when only a
@@ -118,6 +141,8 @@ func (b *builder) transport(rb *rawBackend, v value, meant func(string) bool) st
 	switch {
 	case meant("command"):
 		return TransportStdio
+	case meant("root"):
+		b.p.add(rb.line, path+".transport", "missing; add transport: workspace to serve kiln's file and shell tools over root")
 	case meant("url"):
 		b.p.add(rb.line, path+".transport", "missing; add transport: http (streamable HTTP) or transport: sse (legacy HTTP+SSE)")
 	default:

@@ -10,6 +10,9 @@ const (
 	TransportStdio = "stdio"
 	TransportHTTP  = "http" // streamable HTTP
 	TransportSSE   = "sse"  // legacy HTTP+SSE
+	// TransportWorkspace is kiln's own file and shell tools over a folder,
+	// served in process (runtime/workspace).
+	TransportWorkspace = "workspace"
 )
 
 // Exposure modes accepted in gateway.expose: what tools/list shows a client.
@@ -165,7 +168,7 @@ type Output struct {
 // Backend is one declared backend MCP server.
 type Backend struct {
 	Name      string
-	Transport string // TransportStdio, TransportHTTP or TransportSSE
+	Transport string // TransportStdio, TransportHTTP, TransportSSE or TransportWorkspace
 	// stdio
 	Command string
 	Args    []string
@@ -174,6 +177,8 @@ type Backend struct {
 	// http and sse
 	URL     string
 	Headers map[string]string // keys keep their case; values expanded
+	// workspace
+	Workspace *Workspace
 	// Timeout is the per-call timeout (default Gateway.CallTimeout).
 	Timeout time.Duration
 	// MaxConcurrent caps calls in flight (default 10 for stdio, 100 for

@@ -19,7 +19,11 @@ var (
 	registrationKeys = []string{"allow_commands", "allow_hosts", "max_backends", "persist"}
 	httpKeys         = []string{"auth_token", "jwt_issuer", "jwks_url", "audience", "allowed_origins", "allowed_hosts", "max_body", "max_sessions", "max_sessions_total", "session_idle", "max_connections", "max_connections_per_client", "read_timeout"}
 	semanticKeys     = []string{"model", "sha256", "threads"}
-	backendKeys      = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled", "max_concurrent", "queue_wait", "bare"}
+	backendKeys      = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled", "max_concurrent", "queue_wait", "bare",
+		"root", "readonly", "max_output", "bash"}
+	// bashKeys are a workspace backend's bash section; env there is a list
+	// of variable names, read from the node tree.
+	bashKeys = []string{"timeout", "max_timeout", "env", "network", "unconfined"}
 
 	// sectionKeys maps each mapping of settings to its keys. A key whose
 	// own path is listed here holds a nested section; the others hold
@@ -46,12 +50,14 @@ var (
 
 	// backendScalarKeys are layered through viper and can be overridden by
 	// KILN_BACKENDS_<NAME>_<KEY>; lists and maps cannot.
-	backendScalarKeys = []string{"transport", "command", "cwd", "url", "timeout", "enabled", "max_concurrent", "queue_wait", "bare"}
+	backendScalarKeys = []string{"transport", "command", "cwd", "url", "timeout", "enabled", "max_concurrent", "queue_wait", "bare",
+		"root", "readonly", "max_output"}
 
-	stdioOnlyKeys  = []string{"command", "args", "env", "cwd"}
-	remoteOnlyKeys = []string{"url", "headers"}
+	stdioOnlyKeys     = []string{"command", "args", "env", "cwd"}
+	remoteOnlyKeys    = []string{"url", "headers"}
+	workspaceOnlyKeys = []string{"root", "readonly", "max_output", "bash"}
 
-	transports  = []string{TransportStdio, TransportHTTP, TransportSSE}
+	transports  = []string{TransportStdio, TransportHTTP, TransportSSE, TransportWorkspace}
 	logLevels   = []string{"debug", "info", "warn", "error"}
 	exposeModes = []string{ExposeMeta, ExposeDirect, ExposeHybrid}
 )

@@ -49,6 +49,12 @@ func ParseBackend(name string, def json.RawMessage, base *Config) (Backend, erro
 		return Backend{}, &Error{Problems: []Problem{{File: ManualLabel, Key: keyPath("backends", name), Message: "no backend definition found"}}}
 	}
 	b := cfg.Backends[0]
+	if b.Transport == TransportWorkspace {
+		// A client must not open kiln's file and shell tools on a folder
+		// of its choosing.
+		return Backend{}, &Error{Problems: []Problem{{File: ManualLabel, Key: keyPath("backends", name) + ".transport",
+			Message: "workspace backends can only be declared in kiln.yaml; register an http or sse backend instead"}}}
+	}
 	if _, set := fields["timeout"]; !set {
 		b.Timeout = base.Gateway.CallTimeout
 	}

@@ -284,6 +284,8 @@ func (pr parser) backend(be entry, path string) *rawBackend {
 			good = pr.strMap(e.val, kp, checkEnvName)
 		case "headers":
 			good = pr.strMap(e.val, kp, checkHeaderName)
+		case "bash":
+			good = pr.bash(e.val, kp)
 		default:
 			if !slices.Contains(backendKeys, k) {
 				if s := pr.unknown(e.key, path, backendKeys); s != "" {
@@ -308,6 +310,37 @@ func (b *rawBackend) explainAll() {
 	for _, k := range backendKeys {
 		b.explained[k] = true
 	}
+}
+
+// bash checks a workspace backend's bash section: scalars, and env as a
+// list of variable names.
+func (pr parser) bash(n *yaml.Node, path string) bool {
+	if isNull(n) {
+		return true
+	}
+	if n.Kind != yaml.MappingNode {
+		pr.p.add(n.Line, path, "is %s; want settings such as timeout: 2m and network: false", kind(n))
+		return false
+	}
+	ents, ok := pr.entries(n, path)
+	for _, e := range ents {
+		kp := keyPath(path, e.key.Value)
+		switch {
+		case !slices.Contains(bashKeys, e.key.Value):
+			pr.unknown(e.key, path, bashKeys)
+			ok = false
+		case e.key.Value == "env":
+			if e.val.Kind == yaml.MappingNode {
+				pr.p.add(e.val.Line, kp, "is a mapping; bash.env lists the names of kiln's variables passed through, e.g. [GOPATH, GOFLAGS]")
+				ok = false
+				continue
+			}
+			ok = pr.list(e.val, kp) && ok
+		default:
+			ok = pr.scalar(e.val, kp) && ok
+		}
+	}
+	return ok
 }
 
 // scalar reports whether n is a single non-null value.

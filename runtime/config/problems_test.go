@@ -86,14 +86,14 @@ backends:
   github:
     transport: grpc
     command: x
-`, nil, []string{`kiln.yaml:5: backends.github.transport: unknown transport "grpc"; use stdio, http or sse`}},
+`, nil, []string{`kiln.yaml:5: backends.github.transport: unknown transport "grpc"; use stdio, http, sse or workspace`}},
 		{"transport alias", `
 version: 1
 backends:
   r:
     transport: streamable-http
     url: http://a.test/mcp
-`, nil, []string{`kiln.yaml:5: backends.r.transport: unknown transport "streamable-http"; use stdio, http or sse (did you mean http?)`}},
+`, nil, []string{`kiln.yaml:5: backends.r.transport: unknown transport "streamable-http"; use stdio, http, sse or workspace (did you mean http?)`}},
 		{"missing command", `
 version: 1
 backends:
@@ -297,7 +297,7 @@ backends:
     command: x
 `, nil, []string{
 			`kiln.yaml:4: gateway.nmae: unknown key; did you mean "name"?`,
-			`kiln.yaml:7: backends.a.transport: unknown transport "grpc"; use stdio, http or sse`,
+			`kiln.yaml:7: backends.a.transport: unknown transport "grpc"; use stdio, http, sse or workspace`,
 			`kiln.yaml:8: backends.B: invalid backend name; names start with a lowercase letter followed by lowercase letters, digits, - or _ (try "b")`,
 		}},
 	}

@@ -32,6 +32,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case workerCommand:
 		// Hidden: kiln serve starts it to run call_tool_chain programs.
 		return sandbox.ServeWorker(stdin, stdout, stderr)
+	case workspaceExec: // hidden: how a workspace's Bash confines itself
+		return runWorkspaceExec(args[1:], stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "kiln", version.String())
 		return exitOK

@@ -89,7 +89,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitFail
 	}
 	for _, b := range cfg.Backends {
-		if _, ok := reg.Backend(b.Name); !ok && b.Enabled {
+		// Workspace tools are kiln's own: served from source, nothing to compile.
+		if _, ok := reg.Backend(b.Name); !ok && b.Enabled && b.Transport != config.TransportWorkspace {
 			log.Warn("backend is declared in the config but not compiled into this kiln; its live tools are served once it connects; run `make generate && make build` to compile them in",
 				"backend", b.Name, "config", cfg.Path)
 		}

@@ -1,0 +1,110 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Workspace configures a transport: workspace backend: kiln's file and
+// shell tools confined to Root (YAML backends.<name>.root and friends).
+type Workspace struct {
+	// Root is the folder the tools may touch, absolute (relative to the
+	// config file's folder when written relative).
+	Root string
+	// ReadOnly drops the tools that write (Write, Edit, snapshot_restore)
+	// and mounts Root read-only for Bash.
+	ReadOnly bool
+	// MaxOutput caps the text one tool call returns, in bytes (default
+	// 100000); the middle of longer output is cut with a note.
+	MaxOutput int
+	// StateDir holds the workspace's snapshots and build cache:
+	// gateway.state_dir/workspace/<name>.
+	StateDir string
+	Bash     Bash
+}
+
+// Bash configures a workspace's Bash tool (YAML backends.<name>.bash).
+type Bash struct {
+	// Timeout applies when a command names none (default 2m); MaxTimeout
+	// caps what a command may ask for (default 10m).
+	Timeout, MaxTimeout time.Duration
+	// Env names the variables of kiln's environment passed to commands;
+	// nothing else of kiln's environment is.
+	Env []string
+	// Network lets commands reach the network; without it they run in
+	// their own empty network namespace.
+	Network bool
+	// Unconfined runs commands without Landlock, which a kernel without
+	// Landlock requires; the file tools' path checks still apply.
+	Unconfined bool
+}
+
+// Workspace defaults, set here once.
+const (
+	DefaultWorkspaceMaxOutput = 100000
+	DefaultBashTimeout        = 2 * time.Minute
+	DefaultBashMaxTimeout     = 10 * time.Minute
+	// workspaceTimeoutMargin lets a command killed at bash.max_timeout
+	// still report its exit code 124 before the call's own deadline.
+	workspaceTimeoutMargin = 10 * time.Second
+)
+
+// workspace checks a workspace backend's keys.
+func (b *builder) workspace(rb *rawBackend, sc map[string]value, path string, g Gateway, out *Backend) {
+	w := &Workspace{MaxOutput: DefaultWorkspaceMaxOutput, StateDir: filepath.Join(g.StateDir, "workspace", rb.name),
+		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout}}
+	out.Workspace = w
+	root := sc["root"]
+	if !root.ok {
+		b.p.add(rb.line, path+".root", "missing; workspace backends need the folder their tools work in, e.g. root: ./project")
+	} else if root = b.expand(root); b.nonEmpty(root, "give the folder the tools work in, e.g. root: ./project") {
+		w.Root = b.abs(root.s)
+		if fi, err := os.Stat(w.Root); err != nil || !fi.IsDir() {
+			b.p.addValue(root, "%s is not an existing folder; create it or point root at one", strconv.Quote(root.raw))
+		}
+	}
+	w.ReadOnly = b.boolean(b.expand(sc["readonly"]), false)
+	w.MaxOutput = b.positive(b.expand(sc["max_output"]), DefaultWorkspaceMaxOutput, DefaultWorkspaceMaxOutput)
+	e, ok := rb.keys["bash"]
+	if !ok || isNull(e.val) {
+		return
+	}
+	bp := path + ".bash"
+	fields := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(e.val.Content); i += 2 {
+		fields[deref(e.val.Content[i]).Value] = deref(e.val.Content[i+1])
+	}
+	get := func(k string) value {
+		n, ok := fields[k]
+		if !ok {
+			return value{key: bp + "." + k}
+		}
+		return b.node(bp+"."+k, n)
+	}
+	w.Bash.Timeout = b.duration(get("timeout"), DefaultBashTimeout)
+	maxV := get("max_timeout")
+	w.Bash.MaxTimeout = b.duration(maxV, DefaultBashMaxTimeout)
+	if w.Bash.MaxTimeout < w.Bash.Timeout {
+		b.p.add(e.key.Line, bp+".max_timeout", "%s is shorter than bash.timeout (%s); raise max_timeout to at least %s or lower timeout",
+			w.Bash.MaxTimeout, w.Bash.Timeout, w.Bash.Timeout)
+	}
+	w.Bash.Network = b.boolean(get("network"), false)
+	w.Bash.Unconfined = b.boolean(get("unconfined"), false)
+	if n, ok := fields["env"]; ok && !isNull(n) {
+		for i, item := range n.Content {
+			v := b.node(bp+".env["+strconv.Itoa(i)+"]", deref(item))
+			if msg := checkEnvName(v.s); msg != "" {
+				b.p.addValue(v, "%s; list variable names such as GOPATH", msg)
+				continue
+			}
+			if !slices.Contains(w.Bash.Env, v.s) {
+				w.Bash.Env = append(w.Bash.Env, v.s)
+			}
+		}
+	}
+}

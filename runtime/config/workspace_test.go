@@ -1,0 +1,134 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestWorkspaceBackend(t *testing.T) {
+	cfg := mustLoad(t, `version: 1
+gateway: {state_dir: st}
+backends:
+  repo:
+    transport: workspace
+    root: .
+    readonly: true
+    max_output: 5000
+    bash:
+      timeout: 30s
+      max_timeout: 1m
+      env: [GOPATH, GOFLAGS, GOPATH]
+      network: true
+      unconfined: true
+  scratch: {transport: workspace, root: .}
+`, nil)
+	repo, _ := cfg.Backend("repo")
+	want := &Workspace{Root: cfg.Dir, ReadOnly: true, MaxOutput: 5000, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "repo"),
+		Bash: Bash{Timeout: 30 * time.Second, MaxTimeout: time.Minute, Env: []string{"GOPATH", "GOFLAGS"}, Network: true, Unconfined: true}}
+	if diff := cmp.Diff(want, repo.Workspace); diff != "" {
+		t.Errorf("repo (-want +got):\n%s", diff)
+	}
+	if repo.Timeout != time.Minute+workspaceTimeoutMargin {
+		t.Errorf("repo timeout = %s, want bash.max_timeout plus the margin", repo.Timeout)
+	}
+	scratch, _ := cfg.Backend("scratch")
+	wantDef := &Workspace{Root: cfg.Dir, MaxOutput: DefaultWorkspaceMaxOutput, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "scratch"),
+		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout}}
+	if diff := cmp.Diff(wantDef, scratch.Workspace); diff != "" {
+		t.Errorf("scratch defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestWorkspaceProblems(t *testing.T) {
+	const head = "version: 1\nbackends:\n  repo:\n"
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"no root", head + "    transport: workspace\n",
+			[]string{`kiln.yaml:3: backends.repo.root: missing; workspace backends need the folder their tools work in, e.g. root: ./project`}},
+		{"missing folder", head + "    transport: workspace\n    root: nope\n",
+			[]string{`kiln.yaml:5: backends.repo.root: "nope" is not an existing folder; create it or point root at one`}},
+		{"root without transport", head + "    root: .\n",
+			[]string{`kiln.yaml:3: backends.repo.transport: missing; add transport: workspace to serve kiln's file and shell tools over root`}},
+		{"command on workspace", head + "    transport: workspace\n    root: .\n    command: x\n",
+			[]string{`kiln.yaml:6: backends.repo.command: not used by workspace backends; remove it (Bash variables go in bash.env as a list of names)`}},
+		{"root on stdio", head + "    command: x\n    root: .\n",
+			[]string{`kiln.yaml:5: backends.repo.root: only used by workspace backends; remove it or set transport: workspace`}},
+		{"unknown bash key", head + "    transport: workspace\n    root: .\n    bash: {timout: 5s}\n",
+			[]string{`kiln.yaml:6: backends.repo.bash.timout: unknown key; did you mean "timeout"?`}},
+		{"env mapping", head + "    transport: workspace\n    root: .\n    bash: {env: {A: b}}\n",
+			[]string{`kiln.yaml:6: backends.repo.bash.env: is a mapping; bash.env lists the names of kiln's variables passed through, e.g. [GOPATH, GOFLAGS]`}},
+		{"max below timeout", head + "    transport: workspace\n    root: .\n    bash: {timeout: 5m, max_timeout: 1m}\n",
+			[]string{`kiln.yaml:6: backends.repo.bash.max_timeout: 1m0s is shorter than bash.timeout (5m0s); raise max_timeout to at least 5m0s or lower timeout`}},
+		{"network yes", head + "    transport: workspace\n    root: .\n    bash: {network: yes}\n",
+			[]string{`kiln.yaml:6: backends.repo.bash.network: want true or false, got "yes"`}},
+		{"zero max output", head + "    transport: workspace\n    root: .\n    max_output: 0\n",
+			[]string{`kiln.yaml:6: backends.repo.max_output: want a positive whole number such as 100000, got "0"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { expectProblems(t, tt.yaml, nil, tt.want) })
+	}
+}
+
+func TestRegisterRefusesWorkspace(t *testing.T) {
+	base := mustLoad(t, "version: 1\n", nil)
+	_, err := ParseBackend("ws", json.RawMessage(`{"transport":"workspace","root":"."}`), base)
+	var e *Error
+	if !errors.As(err, &e) || len(e.Problems) != 1 || e.Problems[0].Key != "backends.ws.transport" {
+		t.Fatalf("ParseBackend = %v, want one problem at backends.ws.transport", err)
+	}
+}
+
+// TestWorkspaceSchema checks the schema accepts a full workspace backend
+// and rejects what the loader rejects.
+func TestWorkspaceSchema(t *testing.T) {
+	sch := compileSchema(t)
+	const head = "version: 1\nbackends:\n  repo:\n"
+	good := head + "    transport: workspace\n    root: .\n    readonly: true\n    max_output: 10\n    bash: {timeout: 1m, max_timeout: 2m, env: [A], network: false, unconfined: false}\n"
+	if err := sch.Validate(yamlInstance(t, []byte(good))); err != nil {
+		t.Errorf("schema rejected a valid workspace: %v", err)
+	}
+	if _, err := loadYAML(t, good, nil, ""); err != nil {
+		t.Errorf("loader rejected a valid workspace: %v", err)
+	}
+	for name, text := range map[string]string{
+		"no root":          head + "    transport: workspace\n",
+		"root on stdio":    head + "    command: x\n    root: .\n",
+		"bash on http":     head + "    transport: http\n    url: http://a.test\n    bash: {timeout: 1m}\n",
+		"url on workspace": head + "    transport: workspace\n    root: .\n    url: http://a.test\n",
+		"unknown bash key": head + "    transport: workspace\n    root: .\n    bash: {shell: zsh}\n",
+		"env as mapping":   head + "    transport: workspace\n    root: .\n    bash: {env: {A: b}}\n",
+		"network yes":      head + "    transport: workspace\n    root: .\n    bash: {network: yes}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := loadYAML(t, text, nil, ""); !errors.Is(err, ErrInvalid) {
+				t.Errorf("loader: %v, want ErrInvalid", err)
+			}
+			if err := sch.Validate(yamlInstance(t, []byte(text))); err == nil {
+				t.Errorf("schema accepted it")
+			}
+		})
+	}
+}
+
+// TestWorkspaceOverride shows root and readonly follow KILN_ overrides
+// like other scalar backend keys.
+func TestWorkspaceOverride(t *testing.T) {
+	cfg := mustLoad(t, "version: 1\nbackends:\n  repo: {transport: workspace, root: .}\n", map[string]string{"KILN_BACKENDS_REPO_READONLY": "true"})
+	if b, _ := cfg.Backend("repo"); !b.Workspace.ReadOnly {
+		t.Error("KILN_BACKENDS_REPO_READONLY=true did not apply")
+	}
+}
+
+func TestWorkspaceExplicitTimeout(t *testing.T) {
+	cfg := mustLoad(t, "version: 1\nbackends:\n  repo: {transport: workspace, root: ., timeout: 5s}\n", nil)
+	if b, _ := cfg.Backend("repo"); b.Timeout != 5*time.Second {
+		t.Errorf("timeout = %s, want the 5s the config sets", b.Timeout)
+	}
+}

@@ -1,0 +1,16 @@
+// Package workspace serves kiln's own file and shell tools over one folder,
+// the root, with Claude Code's tool names and argument shapes (Read, Write,
+// Edit, Glob, Grep, Bash, BashOutput, KillShell) plus verification and
+// snapshot tools.
+//
+// Nothing a tool does may reach outside the root. File tools send every
+// path through one resolver (Root.Resolve) and open files with openat2 and
+// RESOLVE_BENEATH, so a symlink swapped in between the check and the open
+// cannot escape. Bash runs in a child of kiln re-executed as
+// "kiln workspace-exec", which applies Landlock (read-write root and a
+// private temporary folder, read-only system folders, nothing else) and,
+// without network: true, an empty network namespace before it execs bash.
+//
+// Lifecycle: Open → Tools / Call (concurrently) → Close, which kills every
+// shell still running.
+package workspace

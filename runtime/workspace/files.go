@@ -1,0 +1,286 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// Read limits, as Claude Code's Read has them.
+const (
+	readDefaultLimit = 2000
+	readLineCut      = 2000
+	// readMaxBytes bounds what Read loads at all; larger files are read
+	// in ranges with offset and limit.
+	readMaxBytes = 64 << 20
+)
+
+var imageTypes = map[string]string{
+	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
+}
+
+func readTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolcall.Result {
+	var a struct {
+		FilePath string `json:"file_path"`
+		Offset   int    `json:"offset"`
+		Limit    int    `json:"limit"`
+	}
+	if err := decode(raw, &a); err != nil {
+		return toolcall.Errorf("Read: %v", err)
+	}
+	rel, err := w.root.Resolve(a.FilePath)
+	if err != nil {
+		return w.pathErr("Read", a.FilePath, err)
+	}
+	f, err := w.root.open(rel, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return w.pathErr("Read", a.FilePath, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return w.pathErr("Read", a.FilePath, err)
+	}
+	if fi.IsDir() {
+		return toolcall.Errorf("Read: %s is a directory, not a file; list it with Glob (pattern \"*\", path %q) or Bash ls", quotePath(a.FilePath), a.FilePath)
+	}
+	if !fi.Mode().IsRegular() {
+		return toolcall.Errorf("Read: %s is not a regular file (%s); Read only reads files", quotePath(a.FilePath), fi.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, readMaxBytes+1))
+	if err != nil {
+		return w.pathErr("Read", a.FilePath, err)
+	}
+	if mime, ok := imageTypes[strings.ToLower(filepath.Ext(rel))]; ok {
+		if len(data) > readMaxBytes {
+			return toolcall.Errorf("Read: image %s is over %d bytes", quotePath(a.FilePath), readMaxBytes)
+		}
+		block, _ := json.Marshal(map[string]string{"type": "image", "data": base64.StdEncoding.EncodeToString(data), "mimeType": mime})
+		return &toolcall.Result{Content: []json.RawMessage{block}}
+	}
+	if bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
+		return toolcall.Errorf("Read: %s looks binary (it holds NUL bytes); inspect it with Bash (e.g. xxd | head) instead", quotePath(a.FilePath))
+	}
+	if len(data) == 0 {
+		return toolcall.Text("(the file exists and is empty)")
+	}
+	return toolcall.Text(w.capText(numberLines(string(data), a.Offset, a.Limit)))
+}
+
+// numberLines renders lines offset.. (1-based) cat -n style, cutting
+// long lines.
+func numberLines(s string, offset, limit int) string {
+	if offset < 1 {
+		offset = 1
+	}
+	if limit <= 0 {
+		limit = readDefaultLimit
+	}
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if offset > len(lines) {
+		return fmt.Sprintf("(the file has %d lines; offset %d is past its end)", len(lines), offset)
+	}
+	var b strings.Builder
+	end := min(len(lines), offset-1+limit)
+	for i := offset - 1; i < end; i++ {
+		line := strings.TrimRight(lines[i], "\r\n")
+		if len(line) > readLineCut {
+			cut := readLineCut
+			for cut > 0 && line[cut]&0xC0 == 0x80 {
+				cut--
+			}
+			line = line[:cut] + "… [line cut]"
+		}
+		fmt.Fprintf(&b, "%6d\t%s\n", i+1, line)
+	}
+	if end < len(lines) {
+		fmt.Fprintf(&b, "(%d more lines; continue with offset %d)\n", len(lines)-end, end+1)
+	}
+	return b.String()
+}
+
+func writeTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
+	var a struct {
+		FilePath string  `json:"file_path"`
+		Content  *string `json:"content"`
+	}
+	if err := decode(raw, &a); err != nil {
+		return toolcall.Errorf("Write: %v", err)
+	}
+	if a.Content == nil {
+		return toolcall.Errorf("Write: content is missing; give the file's full new text (an empty string for an empty file)")
+	}
+	rel, err := w.root.Resolve(a.FilePath)
+	if err != nil {
+		return w.pathErr("Write", a.FilePath, err)
+	}
+	created, err := w.root.writeFile(rel, []byte(*a.Content))
+	if err != nil {
+		return w.pathErr("Write", a.FilePath, err)
+	}
+	verb := "Updated"
+	if created {
+		verb = "Created"
+	}
+	msg := fmt.Sprintf("%s %s (%d bytes)", verb, w.display(rel), len(*a.Content))
+	return toolcall.Text(msg + w.feedback(ctx, rel))
+}
+
+func editTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
+	var a struct {
+		FilePath   string `json:"file_path"`
+		OldString  string `json:"old_string"`
+		NewString  string `json:"new_string"`
+		ReplaceAll bool   `json:"replace_all"`
+	}
+	if err := decode(raw, &a); err != nil {
+		return toolcall.Errorf("Edit: %v", err)
+	}
+	if a.OldString == a.NewString {
+		return toolcall.Errorf("Edit: old_string and new_string are the same; nothing to change")
+	}
+	rel, err := w.root.Resolve(a.FilePath)
+	if err != nil {
+		return w.pathErr("Edit", a.FilePath, err)
+	}
+	f, err := w.root.open(rel, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && a.OldString == "" {
+			if _, err := w.root.writeFile(rel, []byte(a.NewString)); err != nil {
+				return w.pathErr("Edit", a.FilePath, err)
+			}
+			return toolcall.Text(fmt.Sprintf("Created %s", w.display(rel)) + w.feedback(ctx, rel))
+		}
+		return w.pathErr("Edit", a.FilePath, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		f.Close()
+		return toolcall.Errorf("Edit: %s is not a regular file", quotePath(a.FilePath))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, readMaxBytes+1))
+	f.Close()
+	if err != nil {
+		return w.pathErr("Edit", a.FilePath, err)
+	}
+	text := string(data)
+	if a.OldString == "" {
+		return toolcall.Errorf("Edit: old_string is empty but %s exists; give the exact text to replace, or use Write to replace the whole file", quotePath(a.FilePath))
+	}
+	n := strings.Count(text, a.OldString)
+	switch {
+	case n == 0:
+		return toolcall.Errorf("Edit: old_string was not found in %s (0 matches); Read the file and copy the text exactly, including whitespace and indentation", quotePath(a.FilePath))
+	case n > 1 && !a.ReplaceAll:
+		return toolcall.Errorf("Edit: old_string matches %d places in %s; add surrounding lines to make it unique, or set replace_all: true to change all %d", n, quotePath(a.FilePath), n)
+	}
+	if a.ReplaceAll {
+		text = strings.ReplaceAll(text, a.OldString, a.NewString)
+	} else {
+		text = strings.Replace(text, a.OldString, a.NewString, 1)
+	}
+	if _, err := w.root.writeFile(rel, []byte(text)); err != nil {
+		return w.pathErr("Edit", a.FilePath, err)
+	}
+	msg := fmt.Sprintf("Edited %s: replaced %d occurrence(s)", w.display(rel), max(1, n*btoi(a.ReplaceAll)))
+	return toolcall.Text(msg + w.feedback(ctx, rel))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// mkdirAll creates the folders of rel beneath the root.
+func (r *Root) mkdirAll(rel string) error {
+	if rel == "." || rel == "" {
+		return nil
+	}
+	parts := strings.Split(rel, string(filepath.Separator))
+	for i := range parts {
+		parent := filepath.Join(parts[:i]...)
+		if parent == "" {
+			parent = "."
+		}
+		dfd, err := r.openBeneath(parent, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return err
+		}
+		err = unix.Mkdirat(dfd, parts[i], 0o755)
+		unix.Close(dfd)
+		if err != nil && err != unix.EEXIST {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFile replaces rel atomically: the text goes to a temporary file in
+// the same folder, opened beneath the root, which is then renamed over
+// the old one. A symlink at rel is replaced, not written through.
+func (r *Root) writeFile(rel string, data []byte) (created bool, err error) {
+	dir, base := filepath.Dir(rel), filepath.Base(rel)
+	if rel == "." {
+		return false, errors.New("is the workspace root, a folder")
+	}
+	if err := r.mkdirAll(dir); err != nil {
+		return false, err
+	}
+	dfd, err := r.openBeneath(dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(dfd)
+	mode := uint32(0o644)
+	var st unix.Stat_t
+	switch err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		return false, errors.New("is a directory; give a file path")
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG:
+		mode = st.Mode & 0o7777
+	case err == unix.ENOENT:
+		created = true
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := ".kiln-" + hex.EncodeToString(rnd[:]) + ".tmp"
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return false, err
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = unix.Renameat(dfd, tmp, dfd, base)
+	}
+	if werr != nil {
+		_ = unix.Unlinkat(dfd, tmp, 0)
+		return false, werr
+	}
+	return created, nil
+}

@@ -1,0 +1,452 @@
+package workspace
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+const (
+	// walkMaxEntries bounds one Glob or Grep walk.
+	walkMaxEntries = 200000
+	// grepMaxFileBytes skips files too large to be source.
+	grepMaxFileBytes = 16 << 20
+	globMaxResults   = 1000
+)
+
+var errWalkLimit = errors.New("walk limit reached")
+
+// walkTree visits every entry below rel (not rel itself) through
+// descriptors opened beneath the root with O_NOFOLLOW, so no swapped-in
+// symlink leads the walk outside. .git folders are skipped. fn gets paths
+// relative to the root.
+func (r *Root) walkTree(ctx context.Context, rel string, fn func(rel string, d fs.DirEntry) error) error {
+	f, err := r.open(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	n := 0
+	var walk func(f *os.File, rel string) error
+	walk = func(f *os.File, rel string) error {
+		defer f.Close()
+		ents, err := f.ReadDir(-1)
+		if err != nil {
+			return nil // unreadable folders are skipped, as find does
+		}
+		slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+		for _, e := range ents {
+			if n++; n > walkMaxEntries {
+				return errWalkLimit
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			child := filepath.Join(rel, e.Name())
+			if err := fn(child, atEntry{e, int(f.Fd())}); err != nil {
+				if errors.Is(err, fs.SkipDir) {
+					continue
+				}
+				return err
+			}
+			if e.IsDir() && e.Name() != ".git" {
+				fd, err := unix.Openat(int(f.Fd()), e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					continue
+				}
+				if err := walk(os.NewFile(uintptr(fd), child), child); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(f, rel)
+}
+
+// atEntry answers Info through the parent folder's descriptor: the os
+// package would lstat a path name, which a swapped folder could redirect.
+type atEntry struct {
+	fs.DirEntry
+	dirfd int
+}
+
+func (e atEntry) Info() (fs.FileInfo, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(e.dirfd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, err
+	}
+	return statInfo{name: e.Name(), st: st}, nil
+}
+
+type statInfo struct {
+	name string
+	st   unix.Stat_t
+}
+
+func (i statInfo) Name() string       { return i.name }
+func (i statInfo) Size() int64        { return i.st.Size }
+func (i statInfo) ModTime() time.Time { return time.Unix(i.st.Mtim.Unix()) }
+func (i statInfo) IsDir() bool        { return i.st.Mode&unix.S_IFMT == unix.S_IFDIR }
+func (i statInfo) Sys() any           { return &i.st }
+func (i statInfo) Mode() fs.FileMode {
+	m := fs.FileMode(i.st.Mode & 0o777)
+	switch i.st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	}
+	return m
+}
+
+// globMatch matches a slash-separated path against a pattern where **
+// spans any number of folders and {a,b} offers alternatives.
+func globMatch(pattern, name string) bool {
+	for _, p := range expandBraces(pattern) {
+		if matchSegs(strings.Split(p, "/"), strings.Split(name, "/")) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchSegs(pat, segs []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for i := 0; i <= len(segs); i++ {
+				if matchSegs(pat[1:], segs[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(segs) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], segs[0]); !ok {
+			return false
+		}
+		pat, segs = pat[1:], segs[1:]
+	}
+	return len(segs) == 0
+}
+
+// expandBraces expands the first {a,b} group recursively.
+func expandBraces(p string) []string {
+	i := strings.IndexByte(p, '{')
+	j := strings.IndexByte(p[max(i, 0):], '}')
+	if i < 0 || j < 0 {
+		return []string{p}
+	}
+	j += i
+	var out []string
+	for _, alt := range strings.Split(p[i+1:j], ",") {
+		out = append(out, expandBraces(p[:i]+alt+p[j+1:])...)
+	}
+	return out
+}
+
+// searchDir resolves a Glob or Grep path argument (default: the root).
+func (w *Workspace) searchDir(tool, p string) (string, *toolcall.Result) {
+	if p == "" {
+		return ".", nil
+	}
+	rel, err := w.root.Resolve(p)
+	if err != nil {
+		return "", w.pathErr(tool, p, err)
+	}
+	return rel, nil
+}
+
+func globTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
+	var a struct {
+		Pattern string `json:"pattern"`
+		Path    string `json:"path"`
+	}
+	if err := decode(raw, &a); err != nil {
+		return toolcall.Errorf("Glob: %v", err)
+	}
+	if a.Pattern == "" {
+		return toolcall.Errorf("Glob: pattern is empty; give one such as **/*.go")
+	}
+	pat := strings.TrimPrefix(filepath.ToSlash(a.Pattern), "./")
+	if _, err := path.Match(strings.ReplaceAll(pat, "**", "*"), ""); err != nil {
+		return toolcall.Errorf("Glob: pattern %q is malformed: %v", a.Pattern, err)
+	}
+	base, bad := w.searchDir("Glob", a.Path)
+	if bad != nil {
+		return bad
+	}
+	type hit struct {
+		rel string
+		mod time.Time
+	}
+	var hits []hit
+	err := w.root.walkTree(ctx, base, func(rel string, d fs.DirEntry) error {
+		sub, _ := filepath.Rel(base, rel)
+		if !d.IsDir() && globMatch(pat, filepath.ToSlash(sub)) {
+			var mod time.Time
+			if info, err := d.Info(); err == nil {
+				mod = info.ModTime()
+			}
+			hits = append(hits, hit{rel, mod})
+		}
+		return nil
+	})
+	note := ""
+	switch {
+	case errors.Is(err, errWalkLimit):
+		note = fmt.Sprintf("\n(stopped after %d entries; narrow path)", walkMaxEntries)
+	case err != nil:
+		return w.pathErr("Glob", a.Path, err)
+	}
+	if len(hits) == 0 {
+		return toolcall.Text("No files found" + note)
+	}
+	slices.SortStableFunc(hits, func(a, b hit) int { return b.mod.Compare(a.mod) })
+	var b strings.Builder
+	for i, h := range hits {
+		if i == globMaxResults {
+			fmt.Fprintf(&b, "(%d more; narrow the pattern)\n", len(hits)-i)
+			break
+		}
+		b.WriteString(w.display(h.rel) + "\n")
+	}
+	return toolcall.Text(w.capText(b.String() + note))
+}
+
+// grepTypes maps ripgrep's common --type names to file globs.
+var grepTypes = map[string]string{
+	"go": "*.go", "js": "*.{js,mjs,cjs,jsx}", "ts": "*.{ts,tsx,mts,cts}", "py": "*.{py,pyi}", "rust": "*.rs",
+	"java": "*.java", "c": "*.{c,h}", "cpp": "*.{cpp,cc,cxx,hpp,hh,h}", "md": "*.{md,markdown}", "json": "*.json",
+	"yaml": "*.{yaml,yml}", "sh": "*.{sh,bash}", "html": "*.{html,htm}", "css": "*.css", "rb": "*.rb", "toml": "*.toml",
+}
+
+type grepArgs struct {
+	Pattern    string `json:"pattern"`
+	Path       string `json:"path"`
+	Glob       string `json:"glob"`
+	Type       string `json:"type"`
+	OutputMode string `json:"output_mode"`
+	I          bool   `json:"-i"`
+	N          *bool  `json:"-n"`
+	A          int    `json:"-A"`
+	B          int    `json:"-B"`
+	C          int    `json:"-C"`
+	HeadLimit  int    `json:"head_limit"`
+	Multiline  bool   `json:"multiline"`
+}
+
+func grepTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
+	var a grepArgs
+	if err := decode(raw, &a); err != nil {
+		return toolcall.Errorf("Grep: %v", err)
+	}
+	if a.Pattern == "" {
+		return toolcall.Errorf("Grep: pattern is empty; give a regular expression (RE2 syntax)")
+	}
+	flags := ""
+	if a.I {
+		flags += "i"
+	}
+	if a.Multiline {
+		flags += "s"
+	}
+	expr := a.Pattern
+	if flags != "" {
+		expr = "(?" + flags + ")" + expr
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return toolcall.Errorf("Grep: pattern is not a valid RE2 regular expression (%v); lookarounds and backreferences are not supported", err)
+	}
+	mode := a.OutputMode
+	if mode == "" {
+		mode = "files_with_matches"
+	}
+	if mode != "content" && mode != "files_with_matches" && mode != "count" {
+		return toolcall.Errorf("Grep: output_mode %q is not one of content, files_with_matches, count", a.OutputMode)
+	}
+	fileGlob := a.Glob
+	if a.Type != "" {
+		g, ok := grepTypes[a.Type]
+		if !ok {
+			return toolcall.Errorf("Grep: unknown type %q; known types: %s (or use glob)", a.Type, strings.Join(slices.Sorted(mapKeys(grepTypes)), ", "))
+		}
+		fileGlob = g
+	}
+	base, bad := w.searchDir("Grep", a.Path)
+	if bad != nil {
+		return bad
+	}
+	before, after := max(a.B, a.C), max(a.A, a.C)
+	numbers := a.N == nil || *a.N
+	var out []string
+	limit := a.HeadLimit
+	full := func() bool { return limit > 0 && len(out) >= limit }
+	visit := func(rel string) {
+		if full() {
+			return
+		}
+		f, err := w.root.open(rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return
+		}
+		data, err := io.ReadAll(io.LimitReader(f, grepMaxFileBytes+1))
+		f.Close()
+		if err != nil || len(data) > grepMaxFileBytes || bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
+			return
+		}
+		shown := w.display(rel)
+		switch mode {
+		case "files_with_matches":
+			if re.Match(data) {
+				out = append(out, shown)
+			}
+		case "count":
+			if n := countMatches(re, data, a.Multiline); n > 0 {
+				out = append(out, fmt.Sprintf("%s:%d", shown, n))
+			}
+		default:
+			for _, l := range contentLines(re, data, a.Multiline, before, after) {
+				if full() {
+					return
+				}
+				if numbers {
+					out = append(out, fmt.Sprintf("%s%s%d%s%s", shown, l.sep, l.n, l.sep, l.text))
+				} else {
+					out = append(out, shown+l.sep+l.text)
+				}
+			}
+		}
+	}
+	// A path naming one file searches just it.
+	if fi, err := os.Lstat(filepath.Join(w.root.dir, base)); err == nil && fi.Mode().IsRegular() {
+		visit(base)
+	} else {
+		err := w.root.walkTree(ctx, base, func(rel string, d fs.DirEntry) error {
+			if full() {
+				return errWalkLimit
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			if fileGlob != "" && !globMatch(fileGlob, d.Name()) && !globMatch(fileGlob, filepath.ToSlash(rel)) {
+				return nil
+			}
+			visit(rel)
+			return nil
+		})
+		if err != nil && !errors.Is(err, errWalkLimit) {
+			return w.pathErr("Grep", a.Path, err)
+		}
+	}
+	if len(out) == 0 {
+		return toolcall.Text("No matches found")
+	}
+	text := strings.Join(out, "\n")
+	if full() {
+		text += fmt.Sprintf("\n(stopped at head_limit=%d)", limit)
+	}
+	return toolcall.Text(w.capText(text))
+}
+
+func mapKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func countMatches(re *regexp.Regexp, data []byte, multiline bool) int {
+	if multiline {
+		return len(re.FindAllIndex(data, -1))
+	}
+	n := 0
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		if re.Match(line) {
+			n++
+		}
+	}
+	return n
+}
+
+type grepLine struct {
+	n    int
+	sep  string // ":" for a match, "-" for context, as grep prints them
+	text string
+}
+
+// contentLines returns the matching lines with their context, in order.
+func contentLines(re *regexp.Regexp, data []byte, multiline bool, before, after int) []grepLine {
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	match := make([]bool, len(lines))
+	if multiline {
+		starts := []int{0}
+		for i, c := range data {
+			if c == '\n' {
+				starts = append(starts, i+1)
+			}
+		}
+		for _, m := range re.FindAllIndex(data, -1) {
+			first, _ := slices.BinarySearch(starts, m[0]+1)
+			last, _ := slices.BinarySearch(starts, max(m[1], m[0]+1))
+			for l := first - 1; l < last && l < len(lines); l++ {
+				match[l] = true
+			}
+		}
+	} else {
+		for i, l := range lines {
+			match[i] = re.MatchString(l)
+		}
+	}
+	show := make([]string, len(lines))
+	for i, m := range match {
+		if !m {
+			continue
+		}
+		for j := max(0, i-before); j <= min(len(lines)-1, i+after); j++ {
+			if show[j] == "" {
+				show[j] = "-"
+			}
+		}
+		show[i] = ":"
+	}
+	var out []grepLine
+	for i, s := range show {
+		if s != "" {
+			text := lines[i]
+			if len(text) > readLineCut {
+				text = text[:readLineCut] + "… [line cut]"
+			}
+			out = append(out, grepLine{i + 1, s, text})
+		}
+	}
+	return out
+}

@@ -1,0 +1,342 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// Exit codes reported in shell-shaped results, as timeout(1) and shells
+// use them.
+const (
+	exitTimeout = 124
+	// outBufMax bounds what a shell's output keeps; the oldest bytes go
+	// first, the model is told.
+	outBufMax = 8 << 20
+	// waitDelay bounds how long Wait waits for pipes a killed command's
+	// escaped descendants might hold.
+	waitDelay = 500 * time.Millisecond
+)
+
+// outBuf collects a command's stdout and stderr, interleaved as a
+// terminal shows them.
+type outBuf struct {
+	mu      sync.Mutex
+	b       []byte
+	dropped int // bytes dropped from the front
+}
+
+func (o *outBuf) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.b = append(o.b, p...)
+	if over := len(o.b) - outBufMax; over > 0 {
+		o.b = append(o.b[:0:0], o.b[over:]...)
+		o.dropped += over
+	}
+	return len(p), nil
+}
+
+// since returns output from absolute offset off and the new offset.
+func (o *outBuf) since(off int) (string, int, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	lost := 0
+	start := off - o.dropped
+	if start < 0 {
+		lost, start = -start, 0
+	}
+	return string(o.b[start:]), o.dropped + len(o.b), lost
+}
+
+// shell is one running or finished command.
+type shell struct {
+	id, command string
+	cmd         *exec.Cmd
+	out         *outBuf
+	started     time.Time
+	done        chan struct{}
+
+	mu     sync.Mutex
+	read   int    // BashOutput's offset into out
+	reason string // why kiln killed it, if it did
+	exit   int
+}
+
+func (s *shell) kill() {
+	if s.cmd.Process != nil {
+		// The group first, then the process: in its own PID namespace the
+		// first process's death takes every descendant with it.
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		_ = s.cmd.Process.Kill()
+	}
+}
+
+func (s *shell) killFor(reason string) {
+	s.mu.Lock()
+	if s.reason == "" {
+		s.reason = reason
+	}
+	s.mu.Unlock()
+	s.kill()
+}
+
+// status is how a finished shell ended, for a model.
+func (s *shell) status() (code int, line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reason != "" {
+		return exitTimeout, fmt.Sprintf("exit code: %d (%s; the whole process group was killed)", exitTimeout, s.reason)
+	}
+	return s.exit, "exit code: " + strconv.Itoa(s.exit)
+}
+
+// spawn starts script under the workspace's confinement.
+func (w *Workspace) spawn(script string) (*shell, error) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil, errors.New("the workspace is shutting down")
+	}
+	w.nextID++
+	id := "bash_" + strconv.Itoa(w.nextID)
+	w.mu.Unlock()
+	out := &outBuf{}
+	cmd, err := w.start(script, func(c *exec.Cmd) {
+		c.Stdout, c.Stderr = out, out
+		c.WaitDelay = waitDelay
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &shell{id: id, command: script, cmd: cmd, out: out, started: time.Now(), done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		code := 0
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+		} else if err != nil {
+			code = -1
+		}
+		s.mu.Lock()
+		s.exit = code
+		s.mu.Unlock()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// run runs script in the foreground until it ends, timeout passes or ctx
+// is cancelled; in the last two cases the whole group is killed at once.
+func (w *Workspace) run(ctx context.Context, script string, timeout time.Duration) (out string, code int, status string, err error) {
+	s, err := w.spawn(script)
+	if err != nil {
+		return "", 0, "", err
+	}
+	w.track(s)
+	defer w.untrack(s)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C:
+		s.killFor(fmt.Sprintf("timed out after %s; raise timeout (up to %d ms) or use run_in_background: true and poll with BashOutput",
+			timeout, w.cfg.Bash.MaxTimeout.Milliseconds()))
+		<-s.done
+	case <-ctx.Done():
+		s.killFor("cancelled by the client")
+		<-s.done
+	}
+	text, _, _ := s.out.since(0)
+	code, status = s.status()
+	return text, code, status, nil
+}
+
+func (w *Workspace) track(s *shell) {
+	w.mu.Lock()
+	w.shells[s.id] = s
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		s.killFor("the workspace shut down")
+	}
+}
+
+func (w *Workspace) untrack(s *shell) {
+	w.mu.Lock()
+	delete(w.shells, s.id)
+	w.mu.Unlock()
+}
+
+func bashTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
+	var a struct {
+		Command         string `json:"command"`
+		Timeout         int64  `json:"timeout"`
+		Description     string `json:"description"`
+		RunInBackground bool   `json:"run_in_background"`
+	}
+	if err := decode(raw, &a); err != nil {
+		return toolcall.Errorf("Bash: %v", err)
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return toolcall.Errorf("Bash: command is empty")
+	}
+	if msg := denied(a.Command); msg != "" {
+		return toolcall.Errorf("Bash refused the command: %s", msg)
+	}
+	timeout := w.cfg.Bash.Timeout
+	if a.Timeout < 0 {
+		return toolcall.Errorf("Bash: timeout must be positive milliseconds")
+	}
+	if a.Timeout > 0 {
+		timeout = time.Duration(a.Timeout) * time.Millisecond
+		if timeout > w.cfg.Bash.MaxTimeout {
+			return toolcall.Errorf("Bash: timeout %d ms is over this workspace's maximum of %d ms; ask for at most that, or use run_in_background: true",
+				a.Timeout, w.cfg.Bash.MaxTimeout.Milliseconds())
+		}
+	}
+	if a.RunInBackground {
+		s, err := w.spawn(a.Command)
+		if err != nil {
+			return toolcall.Errorf("Bash could not start the command: %v", err)
+		}
+		w.track(s)
+		go func() {
+			// Background shells live at most max_timeout.
+			t := time.NewTimer(w.cfg.Bash.MaxTimeout)
+			defer t.Stop()
+			select {
+			case <-s.done:
+			case <-t.C:
+				s.killFor(fmt.Sprintf("ran past max_timeout (%s)", w.cfg.Bash.MaxTimeout))
+			}
+		}()
+		return toolcall.Text(fmt.Sprintf("Command running in the background with bash_id %s. Read its output with BashOutput {\"bash_id\": %q}; stop it with KillShell {\"shell_id\": %q}.", s.id, s.id, s.id))
+	}
+	out, _, status, err := w.run(ctx, a.Command, timeout)
+	if err != nil {
+		return toolcall.Errorf("Bash could not start the command: %v", err)
+	}
+	res := toolcall.Text(w.shellText(out, status))
+	if strings.Contains(status, "killed") {
+		res.IsError = true
+	}
+	return res
+}
+
+func (w *Workspace) shellText(out, status string) string {
+	if out == "" {
+		out = "(no output)\n"
+	} else if !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	return w.capText(out) + status
+}
+
+func bashOutputTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolcall.Result {
+	var a struct {
+		BashID string `json:"bash_id"`
+		Filter string `json:"filter"`
+	}
+	if err := decode(raw, &a); err != nil {
+		return toolcall.Errorf("BashOutput: %v", err)
+	}
+	s := w.shell(a.BashID)
+	if s == nil {
+		return toolcall.Errorf("BashOutput: no shell %q; running shells: %s", a.BashID, w.shellList())
+	}
+	var re *regexp.Regexp
+	if a.Filter != "" {
+		var err error
+		if re, err = regexp.Compile(a.Filter); err != nil {
+			return toolcall.Errorf("BashOutput: filter is not a valid RE2 regular expression: %v", err)
+		}
+	}
+	finished := false
+	select {
+	case <-s.done:
+		finished = true
+	default:
+	}
+	s.mu.Lock()
+	text, next, lost := s.out.since(s.read)
+	s.read = next
+	s.mu.Unlock()
+	if re != nil {
+		var keep []string
+		for _, l := range strings.SplitAfter(text, "\n") {
+			if l != "" && re.MatchString(l) {
+				keep = append(keep, l)
+			}
+		}
+		text = strings.Join(keep, "")
+	}
+	if lost > 0 {
+		text = fmt.Sprintf("[%d earlier bytes were dropped]\n", lost) + text
+	}
+	status := "status: running"
+	if finished {
+		_, st := s.status()
+		status = "status: finished, " + st
+		w.untrack(s)
+	}
+	return toolcall.Text(w.shellText(text, status))
+}
+
+func killShellTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolcall.Result {
+	var a struct {
+		ShellID string `json:"shell_id"`
+	}
+	if err := decode(raw, &a); err != nil {
+		return toolcall.Errorf("KillShell: %v", err)
+	}
+	s := w.shell(a.ShellID)
+	if s == nil {
+		return toolcall.Errorf("KillShell: no shell %q; running shells: %s", a.ShellID, w.shellList())
+	}
+	s.killFor("killed with KillShell")
+	<-s.done
+	w.untrack(s)
+	return toolcall.Text(fmt.Sprintf("Shell %s killed", a.ShellID))
+}
+
+func (w *Workspace) shell(id string) *shell {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.shells[id]
+}
+
+// shellList names the tracked shells for error messages.
+func (w *Workspace) shellList() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.shells) == 0 {
+		return "none"
+	}
+	var ids []string
+	for id, s := range w.shells {
+		ids = append(ids, fmt.Sprintf("%s (%q)", id, cut(s.command, 60)))
+	}
+	return strings.Join(ids, ", ")
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

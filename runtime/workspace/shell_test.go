@@ -1,0 +1,126 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// procsWith lists live processes whose command line contains s.
+func procsWith(t *testing.T, s string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// marker returns a sleep duration unique to this test, to find its
+// processes in /proc.
+func marker() string { return fmt.Sprintf("300.%d", time.Now().UnixNano()%1000000007) }
+
+// spawnTree is a command that leaves children behind in its group, in a
+// new session (setsid) and in the background.
+func spawnTree(m string) string {
+	return fmt.Sprintf("sleep %s & setsid sleep %s & (sleep %s &); echo started; sleep %s", m, m, m, m)
+}
+
+func TestTimeoutKillsEverything(t *testing.T) {
+	f := newFixture(t, nil)
+	m := marker()
+	text, isErr := f.call("Bash", map[string]any{"command": spawnTree(m), "timeout": 500})
+	if !isErr || !strings.Contains(text, "started") || !strings.Contains(text, "exit code: 124 (timed out after 500ms") {
+		t.Fatalf("Bash = %q, isError %v", text, isErr)
+	}
+	if left := procsWith(t, "sleep "+m); len(left) > 0 {
+		t.Fatalf("processes outlived the timeout: %v", left)
+	}
+}
+
+func TestCancelKillsEverything(t *testing.T) {
+	f := newFixture(t, nil)
+	m := marker()
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		// Cancel once the command's processes exist.
+		for len(procsWith(t, "sleep "+m)) < 4 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	text, isErr := f.callCtx(ctx, "Bash", map[string]any{"command": spawnTree(m)})
+	if !isErr || !strings.Contains(text, "exit code: 124 (cancelled by the client") {
+		t.Fatalf("Bash = %q, isError %v", text, isErr)
+	}
+	if left := procsWith(t, "sleep "+m); len(left) > 0 {
+		t.Fatalf("processes outlived the cancellation: %v", left)
+	}
+}
+
+func TestBackgroundShells(t *testing.T) {
+	f := newFixture(t, nil)
+	fifo := filepath.Join(f.root, "go-on")
+	if err := unix.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := f.expectOK("Bash", map[string]any{"command": "echo one; read x < go-on; echo two", "run_in_background": true})
+	if !strings.Contains(text, "bash_id bash_1") {
+		t.Fatalf("Bash background = %q", text)
+	}
+	// Incremental reads: "one" once, then only what came after.
+	var got string
+	for !strings.Contains(got, "one") {
+		got += f.expectOK("BashOutput", map[string]any{"bash_id": "bash_1"})
+	}
+	if !strings.Contains(got, "status: running") {
+		t.Fatalf("BashOutput = %q", got)
+	}
+	if err := os.WriteFile(fifo, []byte("go\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got = ""
+	for !strings.Contains(got, "finished") {
+		got += f.expectOK("BashOutput", map[string]any{"bash_id": "bash_1", "filter": "t"})
+		if strings.Contains(got, "one") {
+			t.Fatalf("second read repeated old output: %q", got)
+		}
+	}
+	if !strings.Contains(got, "two") || !strings.Contains(got, "exit code: 0") {
+		t.Fatalf("final BashOutput = %q", got)
+	}
+	f.expectErr("BashOutput", map[string]any{"bash_id": "bash_1"}, "no shell")
+
+	m := marker()
+	f.expectOK("Bash", map[string]any{"command": spawnTree(m), "run_in_background": true})
+	f.expectOK("KillShell", map[string]any{"shell_id": "bash_2"})
+	if left := procsWith(t, "sleep "+m); len(left) > 0 {
+		t.Fatalf("KillShell left processes: %v", left)
+	}
+
+	m = marker()
+	f.expectOK("Bash", map[string]any{"command": spawnTree(m), "run_in_background": true})
+	for len(procsWith(t, "sleep "+m)) < 4 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := f.w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := procsWith(t, "sleep "+m); len(left) > 0 {
+		t.Fatalf("processes outlived the workspace: %v", left)
+	}
+	f.expectErr("Bash", map[string]any{"command": "true"}, "shutting down")
+}

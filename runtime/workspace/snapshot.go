@@ -1,0 +1,226 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// Snapshots are exact copies of the tree (files with their modes, folders,
+// symlinks as links) under state_dir/workspace/<name>/snapshots/<id>.
+// .git is copied like anything else: restoring must give back the tree
+// as it was.
+
+var snapIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+func (w *Workspace) snapDir() string { return filepath.Join(w.cfg.StateDir, "snapshots") }
+
+func snapshotCreateTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
+	var a struct {
+		Name string `json:"name"`
+	}
+	if err := decode(raw, &a); err != nil {
+		return toolcall.Errorf("snapshot_create: %v", err)
+	}
+	id := time.Now().UTC().Format("20060102-150405.000")
+	id = strings.ReplaceAll(id, ".", "-")
+	if a.Name != "" {
+		if !snapIDRE.MatchString(a.Name) {
+			return toolcall.Errorf("snapshot_create: name %q must be lowercase letters, digits, - or _ (at most 64)", a.Name)
+		}
+		id = a.Name
+	}
+	dst := filepath.Join(w.snapDir(), id)
+	if _, err := os.Lstat(dst); err == nil {
+		return toolcall.Errorf("snapshot_create: a snapshot %q exists already; pick another name", id)
+	}
+	tmp := dst + ".partial"
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return toolcall.Errorf("snapshot_create: %v", err)
+	}
+	files, size, err := w.copyOut(ctx, tmp)
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return toolcall.Errorf("snapshot_create failed, nothing was kept: %s", errText(err))
+	}
+	return toolcall.Text(fmt.Sprintf("Snapshot %q created: %d files, %d bytes. Restore it with snapshot_restore {\"id\": %q}.", id, files, size, id))
+}
+
+// copyOut copies the tree beneath the root into dst, never following a
+// symlink.
+func (w *Workspace) copyOut(ctx context.Context, dst string) (files int, size int64, err error) {
+	err = w.root.walkTree(ctx, ".", func(rel string, d fs.DirEntry) error {
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return nil // vanished meanwhile
+		}
+		switch {
+		case d.IsDir():
+			return os.Mkdir(target, info.Mode().Perm()|0o700)
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := readlinkBeneath(w.root, rel)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case d.Type().IsRegular():
+			src, err := w.root.open(rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			out, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, info.Mode().Perm())
+			if err != nil {
+				return err
+			}
+			n, err := io.Copy(out, src)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			files++
+			size += n
+			return err
+		}
+		return nil // sockets, fifos, devices are not copied
+	})
+	return files, size, err
+}
+
+// readlinkBeneath reads the symlink rel through its parent opened beneath
+// the root.
+func readlinkBeneath(r *Root, rel string) (string, error) {
+	dfd, err := r.openBeneath(filepath.Dir(rel), unix.O_PATH|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(dfd)
+	buf := make([]byte, 4096)
+	n, err := unix.Readlinkat(dfd, filepath.Base(rel), buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+func snapshotListTool(w *Workspace, _ context.Context, _ json.RawMessage) *toolcall.Result {
+	ents, err := os.ReadDir(w.snapDir())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return toolcall.Errorf("snapshot_list: %v", err)
+	}
+	type snap struct {
+		id  string
+		mod time.Time
+	}
+	var snaps []snap
+	for _, e := range ents {
+		if e.IsDir() && !strings.HasSuffix(e.Name(), ".partial") {
+			info, _ := e.Info()
+			snaps = append(snaps, snap{e.Name(), info.ModTime()})
+		}
+	}
+	if len(snaps) == 0 {
+		return toolcall.Text("No snapshots yet; make one with snapshot_create")
+	}
+	slices.SortFunc(snaps, func(a, b snap) int { return b.mod.Compare(a.mod) })
+	var b strings.Builder
+	for _, s := range snaps {
+		fmt.Fprintf(&b, "%s\t%s\n", s.id, s.mod.UTC().Format(time.RFC3339))
+	}
+	return toolcall.Text(b.String())
+}
+
+func snapshotRestoreTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
+	var a struct {
+		ID string `json:"id"`
+	}
+	if err := decode(raw, &a); err != nil {
+		return toolcall.Errorf("snapshot_restore: %v", err)
+	}
+	if !snapIDRE.MatchString(a.ID) {
+		return toolcall.Errorf("snapshot_restore: %q is not a snapshot id; list them with snapshot_list", a.ID)
+	}
+	src := filepath.Join(w.snapDir(), a.ID)
+	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
+		return toolcall.Errorf("snapshot_restore: no snapshot %q; list them with snapshot_list", a.ID)
+	}
+	// Empty the root: RemoveAll never follows symlinks, so a link to
+	// outside is removed, not what it points at.
+	ents, err := os.ReadDir(w.root.dir)
+	if err != nil {
+		return toolcall.Errorf("snapshot_restore: %s", errText(err))
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(w.root.dir, e.Name())); err != nil {
+			return toolcall.Errorf("snapshot_restore: emptying the root: %s", errText(err))
+		}
+	}
+	files := 0
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == src {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		dfd, err := w.root.openBeneath(filepath.Dir(rel), unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dfd)
+		base := filepath.Base(rel)
+		switch {
+		case d.IsDir():
+			return unix.Mkdirat(dfd, base, uint32(info.Mode().Perm()))
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return unix.Symlinkat(link, dfd, base)
+		default:
+			in, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			fd, err := unix.Openat(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(info.Mode().Perm()))
+			if err != nil {
+				return err
+			}
+			out := os.NewFile(uintptr(fd), base)
+			_, err = io.Copy(out, in)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			files++
+			return err
+		}
+	})
+	if err != nil {
+		return toolcall.Errorf("snapshot_restore stopped part way (%s); the tree may be incomplete, run snapshot_restore again", errText(err))
+	}
+	return toolcall.Text(fmt.Sprintf("Restored snapshot %q: %d files", a.ID, files))
+}

@@ -1,0 +1,127 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// feedbackTimeout bounds the post-edit checks: feedback that comes late
+// is worse than none (the seed's "short timeout").
+const feedbackTimeout = 8 * time.Second
+
+// feedback runs gofmt and go vet on a Go file just written and returns
+// their findings for that file, or "" when clean, not Go, or too slow.
+// Both run confined, like Bash: go vet compiles the package.
+func (w *Workspace) feedback(ctx context.Context, rel string) string {
+	if filepath.Ext(rel) != ".go" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, feedbackTimeout)
+	defer cancel()
+	dir, base := filepath.Dir(rel), filepath.Base(rel)
+	script := fmt.Sprintf(`cd %s || exit 0
+command -v gofmt >/dev/null || { echo "(gofmt not installed; no post-edit check)"; exit 0; }
+gofmt -l -e %s 2>&1 | sed 's/^/gofmt: /'
+if [ -n "$(find . -maxdepth 1 -name '*.go' -print -quit)" ] && go env GOMOD 2>/dev/null | grep -q .; then
+  go vet . 2>&1 | grep -F %s | grep -v '^#' | sed 's/^/go vet: /'
+fi
+exit 0`, shellQuote(dir), shellQuote(base), shellQuote(base))
+	out, _, status, err := w.run(ctx, script, feedbackTimeout)
+	if err != nil || strings.Contains(status, "killed") {
+		return "\n\n(post-edit checks skipped: they did not finish within " + feedbackTimeout.String() + ")"
+	}
+	out = strings.TrimSpace(out)
+	if out == "" {
+		return ""
+	}
+	if strings.HasPrefix(out, "gofmt: "+base) && !strings.Contains(out, "\n") {
+		out += " (the file is not gofmt-formatted; run gofmt -w " + base + ")"
+	}
+	return "\n\nPost-edit checks found problems in " + rel + ":\n" + w.capText(out)
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// project is a language toolchain detected from the files at the root.
+type project struct {
+	lang                  string
+	tests, lint, typechek string
+}
+
+// detect finds what kind of project the root holds, by its manifest file.
+func (w *Workspace) detect() (project, bool) {
+	exists := func(name string) bool {
+		var st unix.Stat_t
+		return unix.Fstatat(w.root.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+	}
+	need := func(tool, what string) string {
+		return fmt.Sprintf(`command -v %s >/dev/null 2>&1 || { echo "%s is not installed in this workspace's PATH, so %s cannot run; install it or use Bash"; exit 127; }
+`, tool, tool, what)
+	}
+	switch {
+	case exists("go.mod"):
+		return project{lang: "Go",
+			tests: need("go", "go test") + "go test ./... 2>&1",
+			lint: need("go", "go vet") + `status=0
+go vet ./... 2>&1 || status=1
+unformatted=$(gofmt -l . 2>&1)
+if [ -n "$unformatted" ]; then echo "gofmt: these files are not formatted (run gofmt -w on them):"; echo "$unformatted"; status=1; fi
+exit $status`,
+			typechek: need("go", "go build") + "go build ./... 2>&1"}, true
+	case exists("package.json"):
+		script := func(name, fallback string) string {
+			return need("npm", "npm") + fmt.Sprintf(`if node -e 'process.exit(require("./package.json").scripts?.[%q] ? 0 : 1)' 2>/dev/null; then npm run --silent %s 2>&1; else %s; fi`, name, name, fallback)
+		}
+		return project{lang: "JavaScript/TypeScript",
+			tests:    script("test", `echo "package.json has no test script; add one"; exit 1`),
+			lint:     script("lint", `echo "package.json has no lint script; add one"; exit 1`),
+			typechek: script("typecheck", `if [ -f tsconfig.json ]; then if [ -x node_modules/.bin/tsc ]; then node_modules/.bin/tsc --noEmit 2>&1; else echo "tsc is not installed (node_modules/.bin/tsc); add typescript to devDependencies"; exit 127; fi; else echo "no typecheck script and no tsconfig.json"; exit 1; fi`)}, true
+	case exists("pyproject.toml"):
+		return project{lang: "Python",
+			tests:    need("pytest", "run_tests") + "pytest -q 2>&1",
+			lint:     need("ruff", "run_lint") + "ruff check . 2>&1",
+			typechek: need("mypy", "run_typecheck") + "mypy . 2>&1"}, true
+	}
+	return project{}, false
+}
+
+// verifyTool builds run_tests, run_lint and run_typecheck.
+func verifyTool(name string, pick func(project) string) func(*Workspace, context.Context, json.RawMessage) *toolcall.Result {
+	return func(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
+		var a struct {
+			Timeout int64 `json:"timeout"`
+		}
+		if err := decode(raw, &a); err != nil {
+			return toolcall.Errorf("%s: %v", name, err)
+		}
+		p, ok := w.detect()
+		if !ok {
+			return toolcall.Errorf("%s: no go.mod, package.json or pyproject.toml at the workspace root, so the language is unknown; run the project's own command with Bash", name)
+		}
+		timeout := w.cfg.Bash.Timeout
+		if a.Timeout > 0 {
+			timeout = min(time.Duration(a.Timeout)*time.Millisecond, w.cfg.Bash.MaxTimeout)
+		}
+		out, code, status, err := w.run(ctx, pick(p), timeout)
+		if err != nil {
+			return toolcall.Errorf("%s could not start: %v", name, err)
+		}
+		verdict := "passed"
+		if code != 0 {
+			verdict = "FAILED"
+		}
+		res := toolcall.Text(fmt.Sprintf("%s (%s project): %s\n%s", name, p.lang, verdict, w.shellText(out, status)))
+		res.IsError = strings.Contains(status, "killed")
+		return res
+	}
+}

@@ -1,0 +1,213 @@
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// Tool is one workspace tool as MCP lists it.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	// writes marks tools a readonly workspace does not offer.
+	writes bool
+	call   func(w *Workspace, ctx context.Context, args json.RawMessage) *toolcall.Result
+}
+
+// Workspace is one configured workspace backend.
+type Workspace struct {
+	name string
+	cfg  config.Workspace
+	root *Root
+	log  *slog.Logger
+	// tmp is the private temporary folder Bash may write besides the root.
+	tmp string
+	// confine is how Bash commands are contained; see confine.go.
+	confine *confinement
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu     sync.Mutex
+	shells map[string]*shell
+	nextID int
+	closed bool
+}
+
+// Open prepares the workspace of backend b. It refuses to start when Bash
+// cannot be confined (no Landlock) and the config does not say unconfined.
+func Open(b *config.Backend, log *slog.Logger) (*Workspace, error) {
+	if b.Workspace == nil {
+		return nil, fmt.Errorf("backend %q: not a workspace backend", b.Name)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg := *b.Workspace
+	conf, err := detectConfinement(cfg.Bash)
+	if err != nil {
+		return nil, fmt.Errorf("backend %q: %w", b.Name, err)
+	}
+	root, err := OpenRoot(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("backend %q: %w", b.Name, err)
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("backend %q: state folder: %w", b.Name, err)
+	}
+	tmp, err := os.MkdirTemp("", "kiln-ws-"+b.Name+"-")
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("backend %q: private temporary folder: %w", b.Name, err)
+	}
+	if _, inside := root.inside(tmp); inside {
+		// The private folder must not be reachable through the root.
+		os.RemoveAll(tmp)
+		root.Close()
+		return nil, fmt.Errorf("backend %q: the temporary folder %s lies inside root; set TMPDIR elsewhere", b.Name, tmp)
+	}
+	w := &Workspace{name: b.Name, cfg: cfg, root: root, log: log, tmp: tmp, confine: conf, shells: map[string]*shell{}}
+	if !conf.landlock {
+		log.Warn("workspace Bash runs without Landlock (bash.unconfined: true)", "backend", b.Name)
+	}
+	return w, nil
+}
+
+// Root is the workspace's canonical root folder.
+func (w *Workspace) Root() string { return w.root.dir }
+
+// Tools lists the tools this workspace offers, sorted by name.
+func (w *Workspace) Tools() []Tool {
+	var out []Tool
+	for _, t := range tools {
+		if t.writes && w.cfg.ReadOnly {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// Call runs one tool. Failures come back as isError results written for a
+// model; a nil Result never.
+func (w *Workspace) Call(ctx context.Context, name string, args json.RawMessage) (res *toolcall.Result) {
+	i := slices.IndexFunc(tools, func(t Tool) bool { return t.Name == name })
+	if i < 0 {
+		return toolcall.Errorf("unknown tool %q; the workspace tools are %s", name, strings.Join(toolNames(), ", "))
+	}
+	t := tools[i]
+	if t.writes && w.cfg.ReadOnly {
+		return toolcall.Errorf("%s is not available: workspace %q is read-only (readonly: true in its config)", name, w.name)
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error("workspace tool panicked", "tool", name, "panic", p)
+			res = toolcall.Errorf("%s failed inside kiln (a bug, logged); try again or use another tool", name)
+		}
+	}()
+	return t.call(w, ctx, args)
+}
+
+// Close kills every shell still running and removes the private
+// temporary folder.
+func (w *Workspace) Close() error {
+	w.closeOnce.Do(func() { w.closeErr = w.close() })
+	return w.closeErr
+}
+
+func (w *Workspace) close() error {
+	w.mu.Lock()
+	w.closed = true
+	shells := make([]*shell, 0, len(w.shells))
+	for _, s := range w.shells {
+		shells = append(shells, s)
+	}
+	w.mu.Unlock()
+	for _, s := range shells {
+		s.kill()
+		<-s.done
+	}
+	err := os.RemoveAll(w.tmp)
+	return errors.Join(err, w.root.Close())
+}
+
+func toolNames() []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// decode reads a tool's arguments into v with messages a model can use.
+func decode(args json.RawMessage, v any) error {
+	if err := json.Unmarshal(args, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("argument %q: want %s, got %s", te.Field, te.Type, te.Value)
+		}
+		return fmt.Errorf("arguments are not a JSON object: %v", err)
+	}
+	return nil
+}
+
+// pathErr turns a resolve or open failure into a tool error naming what
+// was refused and why.
+func (w *Workspace) pathErr(tool, p string, err error) *toolcall.Result {
+	var pe *PathError
+	if errors.As(err, &pe) {
+		return toolcall.Errorf("%s refused %s", tool, pe.Error())
+	}
+	if errors.Is(err, ErrOutside) {
+		return toolcall.Errorf("%s refused %s: it leads outside the workspace root %s (%v); use a path inside it", tool, quotePath(p), w.root.dir, err)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return toolcall.Errorf("%s: %s does not exist; check the path with Glob", tool, quotePath(p))
+	}
+	return toolcall.Errorf("%s: %s: %s", tool, quotePath(p), errText(err))
+}
+
+// display is how a path is shown back: relative to the root when short,
+// else absolute inside it.
+func (w *Workspace) display(rel string) string {
+	return filepath.Join(w.root.dir, rel)
+}
+
+// capText keeps s within the workspace's max_output, cutting the middle on
+// a character boundary and saying how much went.
+func (w *Workspace) capText(s string) string {
+	return capText(s, w.cfg.MaxOutput)
+}
+
+func capText(s string, limit int) string {
+	if limit <= 0 || len(s) <= limit {
+		return s
+	}
+	head := limit * 2 / 3
+	tail := limit - head
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[:head] + fmt.Sprintf("\n[… %d bytes cut to keep the output within max_output=%d …]\n", start-head, limit) + s[start:]
+}

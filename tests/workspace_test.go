@@ -1,0 +1,246 @@
+//go:build e2e
+
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// workspaceKiln starts kiln over stdio with two workspace backends, repo
+// (holding a small Go module) and scratch, and nothing else: the config
+// alone enables them, no kiln-gen run. A folder beside the roots holds a
+// secret that must never come back.
+type workspaceKiln struct {
+	s                    session
+	root, scratch, state string
+	secret               string
+}
+
+const wsSecret = "OUTSIDE-SECRET-7f3a"
+
+func startWorkspaceKiln(t *testing.T) *workspaceKiln {
+	t.Helper()
+	base := t.TempDir()
+	k := &workspaceKiln{root: filepath.Join(base, "repo"), scratch: filepath.Join(base, "scratch"), state: filepath.Join(base, "state")}
+	for _, d := range []string{k.root, k.scratch, filepath.Join(base, "outside")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.secret = filepath.Join(base, "outside", "hidden.txt")
+	files := map[string]string{
+		k.secret:                               wsSecret + "\n",
+		filepath.Join(k.root, "go.mod"):        "module example.com/calc\n\ngo 1.22\n",
+		filepath.Join(k.root, "calc.go"):       "package calc\n\n// Add adds two numbers.\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+		filepath.Join(k.root, "calc_test.go"):  "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n",
+		filepath.Join(k.root, "notes", "a.md"): "# notes\nAKIA" + "IOSFODNN7EXAMPLE is a planted key\n",
+	}
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := fmt.Sprintf(`version: 1
+gateway:
+  state_dir: %s
+backends:
+  repo:
+    transport: workspace
+    root: %s
+    bash: {timeout: 60s, max_timeout: 2m}
+  scratch:
+    transport: workspace
+    root: %s
+    readonly: true
+`, k.state, k.root, k.scratch)
+	cfgPath := filepath.Join(base, "kiln.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k.s = newMCPGoStdio(t, "--config", cfgPath)
+	return k
+}
+
+// tier1 calls a workspace tool through call_tool_chain's JSON form.
+func (k *workspaceKiln) tier1(t *testing.T, tool string, args map[string]any) result {
+	t.Helper()
+	return callReady(t, k.s, "call_tool_chain", chainJSON(tool, args))
+}
+
+func (k *workspaceKiln) expect(t *testing.T, r result, wantErr bool, contains ...string) {
+	t.Helper()
+	text := r.Text()
+	if r.IsError != wantErr {
+		t.Fatalf("isError = %v, want %v; text:\n%s", r.IsError, wantErr, text)
+	}
+	for _, c := range contains {
+		if !strings.Contains(text, c) {
+			t.Fatalf("result lacks %q:\n%s", c, text)
+		}
+	}
+	if strings.Contains(text, wsSecret) {
+		t.Fatalf("the secret outside the root came back:\n%s", text)
+	}
+}
+
+func TestWorkspaceTools(t *testing.T) {
+	k := startWorkspaceKiln(t)
+
+	t.Run("searchable", func(t *testing.T) {
+		// Served from live tools, so wait until the backend connected.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r := callReady(t, k.s, "search_tools", map[string]any{"task_description": "edit a file replacing exact text", "limit": 5})
+			if strings.Contains(r.Text(), "repo.Edit") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("search_tools never found repo.Edit:\n%s", r.Text())
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		r := callReady(t, k.s, "tool_info", map[string]any{"tool_name": "repo.Grep"})
+		k.expect(t, r, false, "output_mode", "head_limit")
+	})
+
+	t.Run("tier1", func(t *testing.T) {
+		k.expect(t, k.tier1(t, "repo.Read", map[string]any{"file_path": "calc.go"}), false, "     4\tfunc Add(a, b int) int {")
+		k.expect(t, k.tier1(t, "repo.Write", map[string]any{"file_path": "sub/new.txt", "content": "one\ntwo\n"}), false, "Created")
+		k.expect(t, k.tier1(t, "repo.Edit", map[string]any{"file_path": "sub/new.txt", "old_string": "two", "new_string": "three"}), false, "Edited")
+		k.expect(t, k.tier1(t, "repo.Glob", map[string]any{"pattern": "**/*.txt"}), false, filepath.Join(k.root, "sub/new.txt"))
+		k.expect(t, k.tier1(t, "repo.Grep", map[string]any{"pattern": "thr+ee", "output_mode": "content", "-n": true}), false, "new.txt:2:three")
+		k.expect(t, k.tier1(t, "repo.Bash", map[string]any{"command": "cat sub/new.txt; echo done >&2"}), false, "three", "done", "exit code: 0")
+		bg := k.tier1(t, "repo.Bash", map[string]any{"command": "echo started; sleep 30", "run_in_background": true})
+		k.expect(t, bg, false, "bash_id")
+		id := strings.Fields(strings.SplitAfter(bg.Text(), "bash_id ")[1])[0]
+		id = strings.TrimSuffix(id, ".")
+		k.expect(t, k.tier1(t, "repo.BashOutput", map[string]any{"bash_id": id}), false, "status: running")
+		k.expect(t, k.tier1(t, "repo.KillShell", map[string]any{"shell_id": id}), false, "killed")
+		k.expect(t, k.tier1(t, "repo.snapshot_create", map[string]any{"name": "before"}), false, "created")
+		k.expect(t, k.tier1(t, "repo.snapshot_list", map[string]any{}), false, "before")
+		k.expect(t, k.tier1(t, "repo.Write", map[string]any{"file_path": "sub/new.txt", "content": "changed"}), false, "Updated")
+		k.expect(t, k.tier1(t, "repo.snapshot_restore", map[string]any{"id": "before"}), false, "Restored")
+		k.expect(t, k.tier1(t, "repo.Read", map[string]any{"file_path": "sub/new.txt"}), false, "three")
+		k.expect(t, k.tier1(t, "repo.run_typecheck", map[string]any{}), false, "passed")
+		k.expect(t, k.tier1(t, "repo.run_lint", map[string]any{}), false, "passed")
+		k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), false, "FAILED", "Add(2, 3) = -1, want 5")
+		// The readonly workspace offers no writing tools.
+		k.expect(t, k.tier1(t, "scratch.Glob", map[string]any{"pattern": "*"}), false, "No files found")
+		r := k.tier1(t, "scratch.Write", map[string]any{"file_path": "x", "content": "y"})
+		if !r.IsError {
+			t.Fatalf("scratch.Write on a readonly workspace succeeded: %s", r.Text())
+		}
+	})
+
+	t.Run("tier3 program", func(t *testing.T) {
+		code := `
+			const src = await repo.Read({file_path: "calc.go"});
+			const hits = await repo.Grep({pattern: "func \\w+", output_mode: "content"});
+			const files = await repo.Glob({pattern: "*.go"});
+			const w = await repo.Write({file_path: "t3/x.txt", content: "from tier three"});
+			const e = await repo.Edit({file_path: "t3/x.txt", old_string: "three", new_string: "3"});
+			const sh = await repo.Bash({command: "cat t3/x.txt"});
+			const bg = await repo.Bash({command: "echo bg-out", run_in_background: true});
+			const id = bg.match(/bash_id (bash_\d+)/)[1];
+			let out = "";
+			for (let i = 0; i < 20 && !out.includes("finished"); i++) {
+				await repo.Bash({command: "sleep 0.1"});
+				out += await repo.BashOutput({bash_id: id});
+			}
+			const snaps = await repo.snapshot_list({});
+			return {src: src.includes("func Add"), hits, files, w, e, sh, out, snaps};`
+		r := callReady(t, k.s, "call_tool_chain", chainTS(code))
+		k.expect(t, r, false, `"src": true`, "calc.go:4:func Add", "calc_test.go", "Created", "Edited", "from tier 3", "bg-out", "before")
+	})
+
+	t.Run("secrets scrubbed", func(t *testing.T) {
+		r := k.tier1(t, "repo.Read", map[string]any{"file_path": "notes/a.md"})
+		k.expect(t, r, false, "[REDACTED:")
+		if strings.Contains(r.Text(), "AKIA"+"IOSFODNN7EXAMPLE") {
+			t.Fatalf("planted key not scrubbed:\n%s", r.Text())
+		}
+	})
+
+	t.Run("escapes", func(t *testing.T) {
+		rel, _ := filepath.Rel(k.root, k.secret)
+		k.expect(t, k.tier1(t, "repo.Read", map[string]any{"file_path": rel}), true, "outside the workspace root")
+		k.expect(t, k.tier1(t, "repo.Read", map[string]any{"file_path": k.secret}), true, "outside the workspace root")
+		if err := os.Symlink(filepath.Dir(k.secret), filepath.Join(k.root, "out")); err != nil {
+			t.Fatal(err)
+		}
+		k.expect(t, k.tier1(t, "repo.Read", map[string]any{"file_path": "out/hidden.txt"}), true, "symlink")
+		k.expect(t, k.tier1(t, "repo.Write", map[string]any{"file_path": "out/new.txt", "content": "x"}), true, "symlink")
+		r := k.tier1(t, "repo.Bash", map[string]any{"command": "cat " + k.secret + "; cat out/hidden.txt; cp " + k.secret + " here.txt; echo x > " + filepath.Join(filepath.Dir(k.secret), "made.txt") + "; ln -s " + k.secret + " link && cat link"})
+		k.expect(t, r, false, "Permission denied")
+		if _, err := os.Stat(filepath.Join(filepath.Dir(k.secret), "made.txt")); err == nil {
+			t.Fatal("Bash created a file outside the root")
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		port := ln.Addr().(*net.TCPAddr).Port
+		r = k.tier1(t, "repo.Bash", map[string]any{"command": fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo CONNECTED", port)})
+		k.expect(t, r, false)
+		if strings.Contains(r.Text(), "CONNECTED") {
+			t.Fatalf("Bash reached a loopback listener without network: true:\n%s", r.Text())
+		}
+	})
+
+	t.Run("timeout leaves no process", func(t *testing.T) {
+		marker := fmt.Sprintf("kiln-e2e-marker-%d", time.Now().UnixNano())
+		r := k.tier1(t, "repo.Bash", map[string]any{"command": "sleep 300 & setsid sleep 301 & echo " + marker + "; sleep 302", "timeout": 1000})
+		k.expect(t, r, true, "exit code: 124", "timed out", marker)
+		if pids := procsWith(t, "sleep 30"); len(pids) > 0 {
+			t.Fatalf("processes outlived the timeout: %v", pids)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		// A client's cancel: the call is abandoned at the deadline.
+		_, _ = k.s.Call(ctx, "call_tool_chain", chainJSON("repo.Bash", map[string]any{"command": "sleep 303"}))
+		eventually(t, "the cancelled command's process is gone", func() bool { return len(procsWith(t, "sleep 303")) == 0 })
+	})
+}
+
+// procsWith lists processes whose command line contains s.
+func procsWith(t *testing.T, s string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestWorkspaceAgentFlow is what an agent does with a Go project: read,
+// grep, edit, build and test until green.
+func TestWorkspaceAgentFlow(t *testing.T) {
+	k := startWorkspaceKiln(t)
+	k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), false, "FAILED")
+	k.expect(t, k.tier1(t, "repo.Grep", map[string]any{"pattern": "a - b", "type": "go"}), false, "calc.go")
+	k.expect(t, k.tier1(t, "repo.Read", map[string]any{"file_path": "calc.go", "offset": 4, "limit": 3}), false, "     5\t\treturn a - b")
+	r := k.tier1(t, "repo.Edit", map[string]any{"file_path": "calc.go", "old_string": "return a - b", "new_string": "x := 1\n\treturn a + b"})
+	k.expect(t, r, false, "Edited", "Post-edit checks", "declared and not used")
+	k.expect(t, k.tier1(t, "repo.Edit", map[string]any{"file_path": "calc.go", "old_string": "x := 1\n\t", "new_string": ""}), false, "Edited")
+	k.expect(t, k.tier1(t, "repo.run_typecheck", map[string]any{}), false, "passed")
+	k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), false, "passed", "ok")
+	k.expect(t, k.tier1(t, "repo.Bash", map[string]any{"command": "go build ./... && echo BUILD-OK"}), false, "BUILD-OK")
+}
