@@ -50,7 +50,7 @@ var bounds = map[string]bound{
 	"backends.*.timeout":        durations(100*time.Millisecond, 24*time.Hour),
 	"backends.*.max_concurrent": {1, 10_000},
 	"backends.*.queue_wait":     durations(10*time.Millisecond, 10*time.Minute),
-	"backends.*.max_output":     {1000, 50_000_000},
+	"backends.*.max_output":     {100, 50_000_000},
 }
 
 func durations(lo, hi time.Duration) bound { return bound{int64(lo), int64(hi)} }

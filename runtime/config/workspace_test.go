@@ -90,7 +90,7 @@ func TestRegisterRefusesWorkspace(t *testing.T) {
 func TestWorkspaceSchema(t *testing.T) {
 	sch := compileSchema(t)
 	const head = "version: 1\nbackends:\n  repo:\n"
-	good := head + "    transport: workspace\n    root: .\n    readonly: true\n    max_output: 10\n    bash: {timeout: 1m, max_timeout: 2m, env: [A], network: false, unconfined: false}\n"
+	good := head + "    transport: workspace\n    root: .\n    readonly: true\n    max_output: 100\n    bash: {timeout: 1m, max_timeout: 2m, env: [A], network: false, unconfined: false}\n"
 	if err := sch.Validate(yamlInstance(t, []byte(good))); err != nil {
 		t.Errorf("schema rejected a valid workspace: %v", err)
 	}
