@@ -309,9 +309,9 @@ func TestStdioBackendGetsOnlyItsEnvironment(t *testing.T) {
 
 func TestInheritedEnv(t *testing.T) {
 	in := []string{"PATH=/bin", "HOME=/h", "USER=u", "LOGNAME=u", "SHELL=/bin/sh", "TERM=xterm", "LANG=C.UTF-8",
-		"LC_ALL=C", "TZ=UTC", "TMPDIR=/t", "KILN_HTTP_TOKEN=t", "AWS_SECRET_ACCESS_KEY=k", "PATHX=1", "LCX=1", "=weird"}
+		"LC_ALL=C", "TZ=UTC", "TMPDIR=/t", "LD_LIBRARY_PATH=/opt/lib", "KILN_HTTP_TOKEN=t", "AWS_SECRET_ACCESS_KEY=k", "PATHX=1", "LCX=1", "=weird"}
 	got := inheritedEnv(in)
-	want := in[:10]
+	want := in[:11]
 	if !slices.Equal(got, want) {
 		t.Errorf("inheritedEnv = %v, want %v", got, want)
 	}
