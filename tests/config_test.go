@@ -26,7 +26,7 @@ type peerOptions struct {
 // peerConfig writes a kiln config for the three reference servers with
 // absolute paths, a temporary state_dir and a temporary memory file, and
 // returns its path.
-func peerConfig(t *testing.T, o peerOptions) string {
+func peerConfig(t testing.TB, o peerOptions) string {
 	t.Helper()
 	repo := repoRoot(t)
 	mods := filepath.Join(repo, "tests/node_modules/@modelcontextprotocol")

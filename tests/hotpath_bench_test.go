@@ -3,12 +3,14 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,4 +134,49 @@ func benchCalls(b *testing.B, call func(context.Context) error) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds()), "p90-µs")
+}
+
+// BenchmarkColdStart times exec of `kiln serve` (the compiled fleet, its
+// backends starting in the background) to the answer of its first
+// tools/list, over raw stdio: what a client waits for before it can plan.
+func BenchmarkColdStart(b *testing.B) {
+	cfg := peerConfig(b, peerOptions{})
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	}
+	lat := make([]time.Duration, 0, b.N)
+	for range b.N {
+		start := time.Now()
+		cmd := exec.Command(kilnBin(b), "serve", "--config", cfg)
+		cmd.Dir = repoRoot(b)
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range lines {
+			fmt.Fprintln(in, l)
+		}
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<22)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), `{"jsonrpc":"2.0","id":2,`) {
+				break
+			}
+		}
+		lat = append(lat, time.Since(start))
+		in.Close()
+		_ = cmd.Wait()
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "p90-ms")
 }

@@ -4,9 +4,7 @@ package tests
 
 import (
 	"encoding/base64"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -458,35 +456,6 @@ func TestPassthroughListenStream(t *testing.T) {
 	}
 }
 
-var (
-	gosdkOnce sync.Once
-	gosdkBin  string
-	gosdkErr  error
-)
-
-// gosdkServer builds the go-sdk's conformance server, a 2026-07-28 server
-// whose test://watched-resource changes every 3 seconds.
-func gosdkServer(t *testing.T) string {
-	t.Helper()
-	gosdkOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "kiln-e2e-gosdk")
-		if err != nil {
-			gosdkErr = err
-			return
-		}
-		gosdkBin = filepath.Join(dir, "everything-server")
-		cmd := exec.Command("go", "build", "-o", gosdkBin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
-		cmd.Dir = repoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			gosdkErr = fmt.Errorf("go build everything-server: %v\n%s", err, out)
-		}
-	})
-	if gosdkErr != nil {
-		t.Fatal(gosdkErr)
-	}
-	return gosdkBin
-}
-
 // TestPassthroughModernBackend subscribes a client to a resource of a
 // backend kiln talks to on 2026-07-28, where the subscription travels in
 // kiln's subscriptions/listen stream to the backend, and the backend's
@@ -494,7 +463,7 @@ func gosdkServer(t *testing.T) string {
 func TestPassthroughModernBackend(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "kiln.yaml")
-	if err := os.WriteFile(cfg, []byte("version: 1\ngateway:\n  state_dir: "+dir+"\nbackends:\n  conf:\n    transport: stdio\n    command: "+gosdkServer(t)+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("version: 1\ngateway:\n  state_dir: "+dir+"\nbackends:\n  conf:\n    transport: stdio\n    command: "+conformanceServer(t)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	url := startHTTP(t, "--config", cfg)
