@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // workspaceKiln starts kiln over stdio with two workspace backends, repo
@@ -21,6 +25,7 @@ type workspaceKiln struct {
 	s                    session
 	root, scratch, state string
 	secret               string
+	proc                 *exec.Cmd // kiln
 }
 
 const wsSecret = "OUTSIDE-SECRET-7f3a"
@@ -67,7 +72,15 @@ backends:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	k.s = newMCPGoStdio(t, "--config", cfgPath)
+	tr := transport.NewStdioWithOptions(kilnBin(t), nil, []string{"serve", "--config", cfgPath},
+		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.Command(command, args...)
+			cmd.Dir = repoRoot(t)
+			cmd.Stderr = testWriter{t, "kiln"}
+			k.proc = cmd
+			return cmd, nil
+		}))
+	k.s = startMCPGo(t, mcpclient.NewClient(tr))
 	return k
 }
 
@@ -243,4 +256,28 @@ func TestWorkspaceAgentFlow(t *testing.T) {
 	k.expect(t, k.tier1(t, "repo.run_typecheck", map[string]any{}), false, "passed")
 	k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), false, "passed", "ok")
 	k.expect(t, k.tier1(t, "repo.Bash", map[string]any{"command": "go build ./... && echo BUILD-OK"}), false, "BUILD-OK")
+}
+
+// TestWorkspaceShellsDieWithKiln: background shells (and what they
+// started, even in a new session) do not outlive kiln, whether it exits
+// cleanly or is killed outright.
+func TestWorkspaceShellsDieWithKiln(t *testing.T) {
+	for _, how := range []string{"closed", "killed"} {
+		t.Run(how, func(t *testing.T) {
+			k := startWorkspaceKiln(t)
+			m := fmt.Sprintf("400.%d", time.Now().UnixNano()%1000003)
+			cmd := fmt.Sprintf("sleep %s & setsid sleep %s & sleep %s", m, m, m)
+			k.expect(t, k.tier1(t, "repo.Bash", map[string]any{"command": cmd, "run_in_background": true}), false, "bash_id")
+			eventually(t, "the background shell's processes start", func() bool { return len(procsWith(t, "sleep "+m)) >= 3 })
+			if how == "killed" {
+				if err := k.proc.Process.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				k.s.Close() // stdin closes: kiln shuts down
+			}
+			_ = k.proc.Wait()
+			eventually(t, "every process of the shell is gone", func() bool { return len(procsWith(t, "sleep "+m)) == 0 })
+		})
+	}
 }
