@@ -22,7 +22,7 @@ func TestRun(t *testing.T) {
 		{"no args", nil, exitUsage, "usage: kiln"},
 		{"version", []string{"--version"}, exitOK, "kiln "},
 		{"unknown", []string{"start"}, exitUsage, `unknown command "start"`},
-		{"bad config names file, key and fix", []string{"serve", "--config", bad}, exitUsage, `kiln.yaml:4: backends.x.transport: unknown transport "grpc"; use stdio, http or sse`},
+		{"bad config names file, key and fix", []string{"serve", "--config", bad}, exitUsage, `kiln.yaml:4: backends.x.transport: unknown transport "grpc"; use stdio, http, sse or workspace`},
 		{"missing config", []string{"serve", "--config", "/nonexistent/kiln.yaml"}, exitUsage, "/nonexistent/kiln.yaml"},
 		{"bad http address", []string{"serve", "--config", bad, "--http", "nonsense"}, exitUsage, "kiln.yaml"},
 	}
