@@ -62,7 +62,7 @@ backends:
   repo:
     transport: workspace
     root: %s
-    bash: {timeout: 60s, max_timeout: 2m}
+    bash: {timeout: 4m, max_timeout: 4m30s}
   scratch:
     transport: workspace
     root: %s
@@ -84,10 +84,14 @@ backends:
 	return k
 }
 
-// tier1 calls a workspace tool through call_tool_chain's JSON form.
+// tier1 calls a workspace tool through call_tool_chain's JSON form, with
+// room for a cold Go build cache (go test and go vet compile the standard
+// library first).
 func (k *workspaceKiln) tier1(t *testing.T, tool string, args map[string]any) result {
 	t.Helper()
-	return callReady(t, k.s, "call_tool_chain", chainJSON(tool, args))
+	req := chainJSON(tool, args)
+	req["timeout"] = 290000
+	return callReady(t, k.s, "call_tool_chain", req)
 }
 
 func (k *workspaceKiln) expect(t *testing.T, r result, wantErr bool, contains ...string) {
@@ -153,6 +157,13 @@ func TestWorkspaceTools(t *testing.T) {
 		if !r.IsError {
 			t.Fatalf("scratch.Write on a readonly workspace succeeded: %s", r.Text())
 		}
+	})
+
+	t.Run("tier2 one call", func(t *testing.T) {
+		r := callReady(t, k.s, "call_tool_chain", chainTS(`const r = await repo.Grep({pattern: "func Add", output_mode: "content"}); return r;`))
+		k.expect(t, r, false, "calc.go:4:func Add")
+		r = callReady(t, k.s, "call_tool_chain", chainTS(`globalThis["repo"]["Read"]({file_path: "go.mod", limit: 1})`))
+		k.expect(t, r, false, "module example.com/calc")
 	})
 
 	t.Run("tier3 program", func(t *testing.T) {
@@ -221,7 +232,7 @@ func TestWorkspaceTools(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
 		// A client's cancel: the call is abandoned at the deadline.
-		_, _ = k.s.Call(ctx, "call_tool_chain", chainJSON("repo.Bash", map[string]any{"command": "sleep 303"}))
+		_, _ = k.s.Call(ctx, "call_tool_chain", chainJSON("repo.Bash", map[string]any{"command": "sleep 303"})) // 30s chain default
 		eventually(t, "the cancelled command's process is gone", func() bool { return len(procsWith(t, "sleep 303")) == 0 })
 	})
 }
