@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // workspaceKiln starts kiln over stdio with two workspace backends, repo
@@ -21,6 +25,7 @@ type workspaceKiln struct {
 	s                    session
 	root, scratch, state string
 	secret               string
+	proc                 *exec.Cmd // kiln
 }
 
 const wsSecret = "OUTSIDE-SECRET-7f3a"
@@ -57,7 +62,7 @@ backends:
   repo:
     transport: workspace
     root: %s
-    bash: {timeout: 60s, max_timeout: 2m}
+    bash: {timeout: 4m, max_timeout: 4m30s}
   scratch:
     transport: workspace
     root: %s
@@ -67,14 +72,26 @@ backends:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	k.s = newMCPGoStdio(t, "--config", cfgPath)
+	tr := transport.NewStdioWithOptions(kilnBin(t), nil, []string{"serve", "--config", cfgPath},
+		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.Command(command, args...)
+			cmd.Dir = repoRoot(t)
+			cmd.Stderr = testWriter{t, "kiln"}
+			k.proc = cmd
+			return cmd, nil
+		}))
+	k.s = startMCPGo(t, mcpclient.NewClient(tr))
 	return k
 }
 
-// tier1 calls a workspace tool through call_tool_chain's JSON form.
+// tier1 calls a workspace tool through call_tool_chain's JSON form, with
+// room for a cold Go build cache (go test and go vet compile the standard
+// library first).
 func (k *workspaceKiln) tier1(t *testing.T, tool string, args map[string]any) result {
 	t.Helper()
-	return callReady(t, k.s, "call_tool_chain", chainJSON(tool, args))
+	req := chainJSON(tool, args)
+	req["timeout"] = 290000
+	return callReady(t, k.s, "call_tool_chain", req)
 }
 
 func (k *workspaceKiln) expect(t *testing.T, r result, wantErr bool, contains ...string) {
@@ -140,6 +157,13 @@ func TestWorkspaceTools(t *testing.T) {
 		if !r.IsError {
 			t.Fatalf("scratch.Write on a readonly workspace succeeded: %s", r.Text())
 		}
+	})
+
+	t.Run("tier2 one call", func(t *testing.T) {
+		r := callReady(t, k.s, "call_tool_chain", chainTS(`const r = await repo.Grep({pattern: "func Add", output_mode: "content"}); return r;`))
+		k.expect(t, r, false, "calc.go:4:func Add")
+		r = callReady(t, k.s, "call_tool_chain", chainTS(`globalThis["repo"]["Read"]({file_path: "go.mod", limit: 1})`))
+		k.expect(t, r, false, "module example.com/calc")
 	})
 
 	t.Run("tier3 program", func(t *testing.T) {
@@ -208,7 +232,7 @@ func TestWorkspaceTools(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
 		// A client's cancel: the call is abandoned at the deadline.
-		_, _ = k.s.Call(ctx, "call_tool_chain", chainJSON("repo.Bash", map[string]any{"command": "sleep 303"}))
+		_, _ = k.s.Call(ctx, "call_tool_chain", chainJSON("repo.Bash", map[string]any{"command": "sleep 303"})) // 30s chain default
 		eventually(t, "the cancelled command's process is gone", func() bool { return len(procsWith(t, "sleep 303")) == 0 })
 	})
 }
@@ -243,4 +267,28 @@ func TestWorkspaceAgentFlow(t *testing.T) {
 	k.expect(t, k.tier1(t, "repo.run_typecheck", map[string]any{}), false, "passed")
 	k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), false, "passed", "ok")
 	k.expect(t, k.tier1(t, "repo.Bash", map[string]any{"command": "go build ./... && echo BUILD-OK"}), false, "BUILD-OK")
+}
+
+// TestWorkspaceShellsDieWithKiln: background shells (and what they
+// started, even in a new session) do not outlive kiln, whether it exits
+// cleanly or is killed outright.
+func TestWorkspaceShellsDieWithKiln(t *testing.T) {
+	for _, how := range []string{"closed", "killed"} {
+		t.Run(how, func(t *testing.T) {
+			k := startWorkspaceKiln(t)
+			m := fmt.Sprintf("400.%d", time.Now().UnixNano()%1000003)
+			cmd := fmt.Sprintf("sleep %s & setsid sleep %s & sleep %s", m, m, m)
+			k.expect(t, k.tier1(t, "repo.Bash", map[string]any{"command": cmd, "run_in_background": true}), false, "bash_id")
+			eventually(t, "the background shell's processes start", func() bool { return len(procsWith(t, "sleep "+m)) >= 3 })
+			if how == "killed" {
+				if err := k.proc.Process.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				k.s.Close() // stdin closes: kiln shuts down
+			}
+			_ = k.proc.Wait()
+			eventually(t, "every process of the shell is gone", func() bool { return len(procsWith(t, "sleep "+m)) == 0 })
+		})
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kilnmcp/kiln/runtime/config"
-	"github.com/kilnmcp/kiln/runtime/version"
 	"github.com/kilnmcp/kiln/runtime/workspace"
 )
 
@@ -42,6 +41,9 @@ func (t *workspaceTransport) Start(context.Context) error { return nil }
 // server/discover is refused.
 const workspaceProtocol = "2025-11-25"
 
+// workspaceToolsVersion versions the workspace tool set's schemas.
+const workspaceToolsVersion = "1"
+
 func (t *workspaceTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	t.mu.Lock()
 	closed := t.closed
@@ -55,8 +57,10 @@ func (t *workspaceTransport) SendRequest(ctx context.Context, req transport.JSON
 		result = map[string]any{
 			"protocolVersion": workspaceProtocol,
 			"capabilities":    map[string]any{"tools": map[string]any{}},
-			"serverInfo":      map[string]any{"name": "kiln-workspace", "version": version.String()},
-			"instructions":    "File and shell tools confined to " + t.ws.Root() + ".",
+			// Fixed strings: a recorded manifest must not change with the
+			// machine (root path) or kiln's build.
+			"serverInfo":   map[string]any{"name": "kiln-workspace", "version": workspaceToolsVersion},
+			"instructions": "File and shell tools confined to the workspace root; paths are relative to it or absolute inside it.",
 		}
 	case string(mcp.MethodPing):
 		result = map[string]any{}

@@ -108,3 +108,15 @@ func (b *builder) workspace(rb *rawBackend, sc map[string]value, path string, g 
 		}
 	}
 }
+
+// Equal reports whether two workspace settings are the same, so a reload
+// restarts a workspace backend only when they changed. Either may be nil
+// (not a workspace).
+func (w *Workspace) Equal(o *Workspace) bool {
+	if w == nil || o == nil {
+		return w == o
+	}
+	return w.Root == o.Root && w.ReadOnly == o.ReadOnly && w.MaxOutput == o.MaxOutput && w.StateDir == o.StateDir &&
+		w.Bash.Timeout == o.Bash.Timeout && w.Bash.MaxTimeout == o.Bash.MaxTimeout && slices.Equal(w.Bash.Env, o.Bash.Env) &&
+		w.Bash.Network == o.Bash.Network && w.Bash.Unconfined == o.Bash.Unconfined
+}

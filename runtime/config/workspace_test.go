@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -130,5 +131,28 @@ func TestWorkspaceExplicitTimeout(t *testing.T) {
 	cfg := mustLoad(t, "version: 1\nbackends:\n  repo: {transport: workspace, root: ., timeout: 5s}\n", nil)
 	if b, _ := cfg.Backend("repo"); b.Timeout != 5*time.Second {
 		t.Errorf("timeout = %s, want the 5s the config sets", b.Timeout)
+	}
+}
+
+func TestWorkspaceEqual(t *testing.T) {
+	a := &Workspace{Root: "/r", Bash: Bash{Env: []string{"A"}}}
+	b := *a
+	b.Bash.Env = []string{"A"}
+	if !a.Equal(&b) || !(*Workspace)(nil).Equal(nil) {
+		t.Error("equal settings differ")
+	}
+	for _, edit := range []func(w *Workspace){
+		func(w *Workspace) { w.Root = "/s" },
+		func(w *Workspace) { w.ReadOnly = true },
+		func(w *Workspace) { w.Bash.Network = true },
+		func(w *Workspace) { w.Bash.Env = nil },
+		func(w *Workspace) { w.Bash.MaxTimeout = 1 },
+	} {
+		c := *a
+		c.Bash.Env = slices.Clone(a.Bash.Env)
+		edit(&c)
+		if a.Equal(&c) || a.Equal(nil) {
+			t.Errorf("changed settings compare equal: %+v", c)
+		}
 	}
 }

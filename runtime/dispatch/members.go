@@ -124,5 +124,5 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 func sameConnection(a, b config.Backend) bool {
 	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
 		maps.Equal(a.Env, b.Env) && a.Cwd == b.Cwd && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
-		a.Enabled == b.Enabled
+		a.Enabled == b.Enabled && a.Workspace.Equal(b.Workspace)
 }

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -274,6 +275,50 @@ func TestResolve(t *testing.T) {
 	for _, bad := range []string{"", "..", "../x", "/", f.outside, "a\x00b"} {
 		if got, err := f.w.root.Resolve(bad); err == nil {
 			t.Errorf("Resolve(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+// TestNoOpenat2Fallback runs the file tools as on a kernel without
+// openat2: opens walk components with O_NOFOLLOW, so files inside still
+// work and every symlink on the way is refused.
+func TestNoOpenat2Fallback(t *testing.T) {
+	f := newFixture(t, nil)
+	f.w.root.beneath = false
+	f.write("d/a.txt", "inside\n")
+	if err := os.Symlink(f.outside, filepath.Join(f.root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.expectOK("Read", map[string]any{"file_path": "d/a.txt"}); !strings.Contains(got, "inside") {
+		t.Errorf("Read = %q", got)
+	}
+	f.expectOK("Write", map[string]any{"file_path": "d/e/b.txt", "content": "x"})
+	f.expectOK("Edit", map[string]any{"file_path": "d/e/b.txt", "old_string": "x", "new_string": "y"})
+	// Past the resolver (as after a swap), the walk itself refuses links.
+	if _, err := f.w.root.openBeneath("out/secret.txt", unix.O_RDONLY, 0); err == nil {
+		t.Fatal("the O_NOFOLLOW walk followed a symlink out")
+	}
+	if _, err := f.w.root.openBeneath("d/../../outside/secret.txt", unix.O_RDONLY, 0); err == nil {
+		t.Fatal("the O_NOFOLLOW walk followed ..")
+	}
+}
+
+// TestOpenBeneath checks the kernel-side guard alone, without the
+// resolver in front: what a swap after Resolve would present.
+func TestOpenBeneath(t *testing.T) {
+	f := newFixture(t, nil)
+	if !f.w.root.beneath {
+		t.Skip("this kernel has no openat2; TestNoOpenat2Fallback covers the walk")
+	}
+	if err := os.Symlink(f.outside, filepath.Join(f.root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(f.secret, filepath.Join(f.root, "abs")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"out/secret.txt", "abs", "../outside/secret.txt", f.secret} {
+		if _, err := f.w.root.openBeneath(p, unix.O_RDONLY, 0); !errors.Is(err, ErrOutside) {
+			t.Errorf("openBeneath(%q) = %v, want ErrOutside", p, err)
 		}
 	}
 }

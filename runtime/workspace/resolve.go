@@ -218,7 +218,7 @@ func mapBeneath(err error) error {
 // kernels without openat2: every symlink is refused, even inside.
 func (r *Root) walkNoFollow(rel string, flags int, mode uint32) (int, error) {
 	parts := strings.Split(filepath.Clean(rel), string(filepath.Separator))
-	dir, err := unix.Dup(r.fd)
+	dir, err := unix.FcntlInt(uintptr(r.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
 	}
