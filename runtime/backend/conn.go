@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -29,6 +30,9 @@ type Options struct {
 	// OnNotification receives every notification the backend sends
 	// (list_changed, progress, logging) with its raw params.
 	OnNotification func(method string, params json.RawMessage)
+	// HTTPClient, when set, carries an HTTP or SSE backend's requests
+	// (runtime/oauth's client adds and renews bearer tokens).
+	HTTPClient *http.Client
 }
 
 // Conn is a live, initialized session with one backend. It is safe for
@@ -80,7 +84,7 @@ func Dial(ctx context.Context, cfg *config.Backend, opts Options) (*Conn, error)
 
 func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy bool) (*Conn, error) {
 	c := &Conn{name: cfg.Name, transport: cfg.Transport, stderr: newRing(stderrRingBytes), done: make(chan struct{})}
-	t, err := newTransport(cfg, c.stderr, &c.proc)
+	t, err := newTransport(cfg, opts.HTTPClient, c.stderr, &c.proc)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"syscall"
@@ -102,7 +103,7 @@ func cancelRemote(ctx context.Context, t interface {
 
 // newTransport builds the SDK transport for a backend. For stdio it returns
 // the started process too, so Close can signal its whole process group.
-func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd) (transport.Interface, error) {
+func newTransport(cfg *config.Backend, hc *http.Client, stderr *ring, proc **exec.Cmd) (transport.Interface, error) {
 	switch cfg.Transport {
 	case config.TransportStdio:
 		cmdFunc := func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
@@ -120,13 +121,21 @@ func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd) (transport
 		}
 		return stdioTransport{transport.NewStdioWithOptions(cfg.Command, nil, cfg.Args, transport.WithCommandFunc(cmdFunc))}, nil
 	case config.TransportHTTP:
-		t, err := transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers))
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(cfg.Headers)}
+		if hc != nil {
+			opts = append(opts, transport.WithHTTPBasicClient(hc))
+		}
+		t, err := transport.NewStreamableHTTP(cfg.URL, opts...)
 		if err != nil {
 			return nil, err
 		}
 		return httpTransport{t}, nil
 	case config.TransportSSE:
-		t, err := transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers))
+		opts := []transport.ClientOption{transport.WithHeaders(cfg.Headers)}
+		if hc != nil {
+			opts = append(opts, transport.WithHTTPClient(hc))
+		}
+		t, err := transport.NewSSE(cfg.URL, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -157,6 +157,7 @@ type Backend struct {
 	// http and sse
 	URL     string
 	Headers map[string]string // keys keep their case; values expanded
+	Auth    *Auth             // OAuth 2.1; nil sends Headers only
 	// Timeout is the per-call timeout (default Gateway.CallTimeout).
 	Timeout time.Duration
 	// MaxConcurrent caps calls in flight (default 10 for stdio, 100 for
