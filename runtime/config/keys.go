@@ -19,7 +19,9 @@ var (
 	registrationKeys = []string{"allow_commands", "max_backends", "persist"}
 	httpKeys         = []string{"auth_token", "jwt_issuer", "jwks_url", "audience", "allowed_origins", "allowed_hosts", "max_body", "max_sessions"}
 	semanticKeys     = []string{"model", "sha256", "threads"}
-	backendKeys      = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled", "max_concurrent", "queue_wait", "bare"}
+	backendKeys      = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled", "max_concurrent", "queue_wait", "bare", "auth"}
+	// authKeys are the settings under a backend's auth: (authbuild.go).
+	authKeys = []string{"grant", "client_id", "client_secret", "client_metadata_url", "token_endpoint_auth", "private_key", "signing_alg", "scopes", "redirect_url"}
 
 	// sectionKeys maps each mapping of settings to its keys. A key whose
 	// own path is listed here holds a nested section; the others hold
@@ -48,7 +50,7 @@ var (
 	backendScalarKeys = []string{"transport", "command", "cwd", "url", "timeout", "enabled", "max_concurrent", "queue_wait", "bare"}
 
 	stdioOnlyKeys  = []string{"command", "args", "env", "cwd"}
-	remoteOnlyKeys = []string{"url", "headers"}
+	remoteOnlyKeys = []string{"url", "headers", "auth"}
 
 	transports  = []string{TransportStdio, TransportHTTP, TransportSSE}
 	logLevels   = []string{"debug", "info", "warn", "error"}

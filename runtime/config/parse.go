@@ -284,6 +284,8 @@ func (pr parser) backend(be entry, path string) *rawBackend {
 			good = pr.strMap(e.val, kp, checkEnvName)
 		case "headers":
 			good = pr.strMap(e.val, kp, checkHeaderName)
+		case "auth":
+			good = pr.auth(e.val, kp)
 		default:
 			if !slices.Contains(backendKeys, k) {
 				if s := pr.unknown(e.key, path, backendKeys); s != "" {
