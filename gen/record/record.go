@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/oauth"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 )
@@ -78,7 +79,13 @@ func snapshotOne(ctx context.Context, cfg *config.Config, b *config.Backend, ver
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Gateway.ConnectTimeout)
 	defer cancel()
-	conn, err := backend.Dial(ctx, b, backend.Options{ClientName: "kiln-gen", ClientVersion: version})
+	// Tokens come from `kiln auth login` (or the client credentials grant)
+	// and refresh through the same store kiln serve uses.
+	hc, err := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth")}).HTTPClient(b)
+	if err != nil {
+		return Outcome{Backend: b.Name, Err: err, Took: time.Since(start)}
+	}
+	conn, err := backend.Dial(ctx, b, backend.Options{ClientName: "kiln-gen", ClientVersion: version, HTTPClient: hc})
 	if err != nil {
 		return Outcome{Backend: b.Name, Err: err, Took: time.Since(start)}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ const (
 	StateUnhealthy State = "unhealthy"
 	StateStopped   State = "stopped"
 	StateDisabled  State = "disabled"
+	// StateNeedsLogin: the backend's OAuth token expired and cannot be
+	// refreshed; its error names the `kiln auth login` command to run.
+	StateNeedsLogin State = "needs_login"
 )
 
 // Options configure a Dispatcher.
@@ -52,6 +56,9 @@ type Options struct {
 	// connects), waits for the connection and asks Refresh before it
 	// reports the tool unknown.
 	Refresh func(ctx context.Context, backend string) error
+	// HTTPClient, when set, gives an HTTP or SSE backend the client its
+	// requests go through (runtime/oauth's, for backends with auth:).
+	HTTPClient func(*config.Backend) (*http.Client, error)
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and

@@ -278,3 +278,7 @@ func (m *Manager) refresh(r *Record) (*oauth2.Token, error) {
 	}
 	return tok, nil
 }
+
+// NeedsLogin returns the command that fixes the error; runtime/dispatch
+// looks for this method to show the backend's state as needs_login.
+func (e *NeedsLoginError) NeedsLogin() string { return "kiln auth login " + e.Backend }

@@ -27,6 +27,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/httpauth"
+	"github.com/kilnmcp/kiln/runtime/oauth"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/sandbox"
@@ -125,9 +126,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			log.Warn("could not refresh a backend's tools", "backend", name, "err", err)
 		}
 	}
+	tokens := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), OnSecret: learnTokens(scrubber), Logger: log})
 	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
-		OnConnect: refresh,
-		Refresh:   func(ctx context.Context, name string) error { return cat.Refresh(ctx, name) },
+		HTTPClient: tokens.HTTPClient,
+		OnConnect:  refresh,
+		Refresh:    func(ctx context.Context, name string) error { return cat.Refresh(ctx, name) },
 		OnListChanged: func(name, kind string) {
 			if kind == "tools" {
 				refresh(name)
