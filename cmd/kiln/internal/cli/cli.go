@@ -25,6 +25,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "serve":
 		return runServe(ctx, args[1:], stdin, stdout, stderr)
+	case "auth":
+		return runAuth(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "kiln", version.String())
 		return exitOK
@@ -42,6 +44,7 @@ func usage(w io.Writer) {
 
 commands:
   serve     serve MCP over stdio (default) or HTTP (--http ADDR)
+  auth      log in to, check or log out of backends' OAuth servers (kiln auth -h)
   version   print the version
 
 Run kiln serve -h for its flags.
