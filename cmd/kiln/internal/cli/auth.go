@@ -33,8 +33,16 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default: $KILN_CONFIG, else ./kiln.yaml)")
 	noBrowser := fs.Bool("no-browser", false, "login: print the URL instead of opening a browser")
-	if fs.Parse(args[1:]) != nil {
-		return exitUsage
+	// Flags may follow the backend name (kiln auth login github --config f).
+	var pos []string
+	for rest := args[1:]; ; rest = fs.Args()[1:] {
+		if fs.Parse(rest) != nil {
+			return exitUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
 	}
 	cfg, err := loadServeConfig(*cfgPath)
 	if err != nil {
@@ -46,13 +54,13 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "status":
 		return authStatus(cfg, store, stdout, stderr)
 	case "login", "logout":
-		if fs.NArg() != 1 {
+		if len(pos) != 1 {
 			fmt.Fprintf(stderr, "kiln auth %s: name one backend, e.g. kiln auth %s github\n", args[0], args[0])
 			return exitUsage
 		}
-		b := findAuthBackend(cfg, fs.Arg(0))
+		b := findAuthBackend(cfg, pos[0])
 		if b == nil {
-			fmt.Fprintf(stderr, "kiln auth %s: no http or sse backend %q with an auth: section in %s\n", args[0], fs.Arg(0), cfg.EditHint())
+			fmt.Fprintf(stderr, "kiln auth %s: no http or sse backend %q with an auth: section in %s\n", args[0], pos[0], cfg.EditHint())
 			return exitUsage
 		}
 		if args[0] == "logout" {
