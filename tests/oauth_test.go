@@ -256,6 +256,19 @@ func TestOAuthLoginServeRefresh(t *testing.T) {
 	if !r.IsError || !strings.Contains(r.Text(), "needs_login") || !strings.Contains(r.Text(), "kiln auth login hosted") {
 		t.Errorf("call after the refresh token was revoked: isError=%v %q; want needs_login and the login command", r.IsError, r.Text())
 	}
+	// A kiln started now cannot connect: kiln://backend/hosted says
+	// needs_login and the command.
+	k2 := startFaultKilnWith(t, rig.config(t, state))
+	var view string
+	eventually(t, "kiln://backend/hosted shows needs_login", func() bool {
+		res, err := k2.c.ReadResource(t.Context(), mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: "kiln://backend/hosted"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(res.Contents)
+		view = string(raw)
+		return strings.Contains(view, `\"state\": \"needs_login\"`) && strings.Contains(view, "kiln auth login hosted")
+	})
 	if out, _ := kilnAuth(t, cfg, "logout", "hosted"); !strings.Contains(out, "logged out of hosted") {
 		t.Errorf("logout: %q", out)
 	}
