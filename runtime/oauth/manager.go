@@ -106,7 +106,31 @@ func (m *Manager) HTTPClient(cfg *config.Backend) (*http.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: auth: %w", cfg.Name, err)
 	}
+	if m.opts.Authorize == nil && cfg.Auth.Grant != config.GrantClientCredentials {
+		// Headless: a challenge can only end in needs_login, so do not
+		// discover or register a client with the server on every retry.
+		h = headless{h, cfg.Name}
+	}
 	return &http.Client{Transport: &bearer{name: cfg.Name, h: h, base: m.opts.Base}}, nil
+}
+
+// headless is the authorization code handler of kiln serve and kiln-gen
+// record: it serves stored (and refreshed) tokens, and answers a challenge
+// with the login command instead of a flow nobody can complete.
+type headless struct {
+	handler
+	name string
+}
+
+func (h headless) Authorize(ctx context.Context, _ *http.Request, resp *http.Response) error {
+	resp.Body.Close()
+	reason := "the backend refused the stored token"
+	if src, _ := h.TokenSource(ctx); src == nil {
+		reason = "kiln has no token for it yet"
+	} else if insufficientScope(resp) {
+		reason = "the backend asks for more scope than the stored token has"
+	}
+	return &NeedsLoginError{Backend: h.name, Reason: reason}
 }
 
 // handler is the go-sdk's OAuthHandler contract: a token source for every

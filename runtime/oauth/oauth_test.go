@@ -234,3 +234,29 @@ func TestSecretsReachScrubber(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadlessNeedsLoginWithoutFlow: kiln serve (no Authorize) answers a
+// challenge with needs_login and never contacts the metadata endpoints.
+func TestHeadlessNeedsLoginWithoutFlow(t *testing.T) {
+	var metadata int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/.well-known/") {
+			metadata++
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+"http://"+r.Host+`/.well-known/oauth-protected-resource"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	m := NewManager(ManagerOptions{Dir: t.TempDir()})
+	c, err := m.HTTPClient(&config.Backend{Name: "gh", URL: srv.URL + "/mcp", Auth: &config.Auth{ClientID: "x", Grant: config.GrantAuthorizationCode}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Post(srv.URL+"/mcp", "application/json", strings.NewReader("{}"))
+	if !errors.Is(err, ErrNeedsLogin) || !strings.Contains(err.Error(), "no token for it yet; run: kiln auth login gh") {
+		t.Errorf("err = %v; want needs_login with the command", err)
+	}
+	if metadata != 0 {
+		t.Errorf("%d metadata requests from a headless kiln; want none", metadata)
+	}
+}
