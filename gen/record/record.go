@@ -81,7 +81,9 @@ func snapshotOne(ctx context.Context, cfg *config.Config, b *config.Backend, ver
 	defer cancel()
 	// Tokens come from `kiln auth login` (or the client credentials grant)
 	// and refresh through the same store kiln serve uses.
-	hc, err := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth")}).HTTPClient(b)
+	tokens := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth")})
+	defer tokens.Close() // after conn.Close: a refresh in flight is stored
+	hc, err := tokens.HTTPClient(b)
 	if err != nil {
 		return Outcome{Backend: b.Name, Err: err, Took: time.Since(start)}
 	}

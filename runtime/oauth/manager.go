@@ -76,6 +76,19 @@ type ManagerOptions struct {
 type Manager struct {
 	opts  ManagerOptions
 	store *Store
+	// busy is read-held by every refresh until its new token is saved;
+	// Close takes it to wait for them. A rotating refresh token spent by
+	// a refresh whose result never reached the store is lost for good.
+	busy   sync.RWMutex
+	closed bool
+}
+
+// Close waits for refreshes in flight to be stored and refuses new ones.
+// Call it before the process exits (kiln serve, record, auth login).
+func (m *Manager) Close() {
+	m.busy.Lock()
+	m.closed = true
+	m.busy.Unlock()
 }
 
 // NewManager returns a manager over the store in opts.Dir.
@@ -253,6 +266,11 @@ func (s *storedSourceT) Token() (*oauth2.Token, error) {
 	defer s.mu.Unlock()
 	if s.cur.Valid() {
 		return s.cur, nil
+	}
+	s.m.busy.RLock()
+	defer s.m.busy.RUnlock()
+	if s.m.closed {
+		return nil, errors.New("token store closed: kiln is shutting down")
 	}
 	err := s.m.store.Update(s.name, func(r *Record) (*Record, error) {
 		if r == nil || r.Token == nil {

@@ -260,3 +260,16 @@ func TestHeadlessNeedsLoginWithoutFlow(t *testing.T) {
 		t.Errorf("%d metadata requests from a headless kiln; want none", metadata)
 	}
 }
+
+// TestCloseRefusesRefresh: after Close no refresh starts, so none can be
+// cut off by the process exiting with its rotated token unsaved.
+func TestCloseRefusesRefresh(t *testing.T) {
+	m := NewManager(ManagerOptions{Dir: t.TempDir()})
+	rec := &Record{Grant: config.GrantAuthorizationCode, TokenURL: "http://127.0.0.1:1/token",
+		Token: &oauth2.Token{AccessToken: "old", RefreshToken: "r", Expiry: time.Unix(1, 0)}}
+	src := m.storedSource("gh", rec)
+	m.Close()
+	if _, err := src.Token(); err == nil || !strings.Contains(err.Error(), "shutting down") {
+		t.Errorf("refresh after Close: err = %v", err)
+	}
+}

@@ -200,6 +200,9 @@ func authLogin(ctx context.Context, cfg *config.Config, b *config.Backend, brows
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitFail
 	}
+	// Close runs last: a refresh still in flight when the connection
+	// closes must reach the store before the process exits.
+	defer mgr.Close()
 	conn, err := backend.Dial(ctx, b, backend.Options{ClientName: "kiln", ClientVersion: version.String(), HTTPClient: hc})
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln auth login %s: %v\n", b.Name, err)

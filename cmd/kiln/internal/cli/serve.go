@@ -127,6 +127,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	tokens := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), OnSecret: learnTokens(scrubber), Logger: log})
+	defer tokens.Close() // runs after the dispatcher closes its backends
 	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
 		HTTPClient: tokens.HTTPClient,
 		OnConnect:  refresh,
