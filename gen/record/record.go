@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
-	"github.com/kilnmcp/kiln/runtime/oauth"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/oauth"
 )
 
 // ErrFailed is returned when at least one backend could not be recorded.
