@@ -33,6 +33,9 @@ type Options struct {
 	// HTTPClient, when set, carries an HTTP or SSE backend's requests
 	// (runtime/oauth's client adds and renews bearer tokens).
 	HTTPClient *http.Client
+	// Elicit, when set, answers the backend's elicitation requests (and
+	// declares the capability); without it they are refused.
+	Elicit ElicitFunc
 }
 
 // Conn is a live, initialized session with one backend. It is safe for
@@ -91,6 +94,9 @@ func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy boo
 	var copts []client.ClientOption
 	if legacy {
 		copts = append(copts, client.WithProtocolVersion(legacyProtocol))
+	}
+	if opts.Elicit != nil {
+		copts = append(copts, client.WithElicitationHandler(elicitor{opts.Elicit}))
 	}
 	c.client = client.NewClient(t, copts...)
 	if opts.OnNotification != nil {

@@ -51,7 +51,7 @@ func main() {
 
 func run(ctx context.Context, scenario, serverURL string, sc map[string]any) error {
 	cfg := &config.Backend{Name: "conformance", Transport: config.TransportHTTP, URL: serverURL}
-	opts := backend.Options{ClientName: "kiln-conformance", ClientVersion: "1.0.0"}
+	opts := backend.Options{ClientName: "kiln-conformance", ClientVersion: "1.0.0", Elicit: accept(scenario)}
 	if strings.HasPrefix(scenario, "auth/") {
 		dir, err := os.MkdirTemp("", "kiln-conformance-auth-")
 		if err != nil {
@@ -127,6 +127,19 @@ func run(ctx context.Context, scenario, serverURL string, sc map[string]any) err
 		return call("test-tool", nil)
 	}
 	return nil
+}
+
+// accept plays the person answering a form: an empty accepted form (kiln
+// fills in the schema's defaults) or, for the multi-round-trip scenario,
+// the confirmation its tools ask for.
+func accept(scenario string) backend.ElicitFunc {
+	content := `{}`
+	if scenario == "sep-2322-client-request-state" {
+		content = `{"confirmed":true}`
+	}
+	return func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"action":"accept","content":` + content + `}`), nil
+	}
 }
 
 // authConfig is what an operator would write under a backend's auth: key
