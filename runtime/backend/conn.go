@@ -36,6 +36,10 @@ type Options struct {
 	// Elicit, when set, answers the backend's elicitation requests (and
 	// declares the capability); without it they are refused.
 	Elicit ElicitFunc
+	// Listen keeps a GET stream open to an HTTP backend before protocol
+	// 2026-07-28, for server requests not tied to a call (an elicitation
+	// a tool does not relate to its request goes there).
+	Listen bool
 }
 
 // Conn is a live, initialized session with one backend. It is safe for
@@ -87,7 +91,7 @@ func Dial(ctx context.Context, cfg *config.Backend, opts Options) (*Conn, error)
 
 func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy bool) (*Conn, error) {
 	c := &Conn{name: cfg.Name, transport: cfg.Transport, stderr: newRing(stderrRingBytes), done: make(chan struct{})}
-	t, err := newTransport(cfg, opts.HTTPClient, c.stderr, &c.proc)
+	t, err := newTransport(cfg, opts.HTTPClient, opts.Listen, c.stderr, &c.proc)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
 	}

@@ -103,7 +103,7 @@ func cancelRemote(ctx context.Context, t interface {
 
 // newTransport builds the SDK transport for a backend. For stdio it returns
 // the started process too, so Close can signal its whole process group.
-func newTransport(cfg *config.Backend, hc *http.Client, stderr *ring, proc **exec.Cmd) (transport.Interface, error) {
+func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *ring, proc **exec.Cmd) (transport.Interface, error) {
 	switch cfg.Transport {
 	case config.TransportStdio:
 		cmdFunc := func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
@@ -124,6 +124,11 @@ func newTransport(cfg *config.Backend, hc *http.Client, stderr *ring, proc **exe
 		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(cfg.Headers)}
 		if hc != nil {
 			opts = append(opts, transport.WithHTTPBasicClient(hc))
+		}
+		if listen {
+			// Servers may send requests not tied to a call (elicitation
+			// from a tool that does not relate it) on the GET stream.
+			opts = append(opts, transport.WithContinuousListening())
 		}
 		t, err := transport.NewStreamableHTTP(cfg.URL, opts...)
 		if err != nil {

@@ -51,7 +51,8 @@ func main() {
 
 func run(ctx context.Context, scenario, serverURL string, sc map[string]any) error {
 	cfg := &config.Backend{Name: "conformance", Transport: config.TransportHTTP, URL: serverURL}
-	opts := backend.Options{ClientName: "kiln-conformance", ClientVersion: "1.0.0", Elicit: accept(scenario)}
+	opts := backend.Options{ClientName: "kiln-conformance", ClientVersion: "1.0.0", Elicit: accept(scenario),
+		Listen: scenario == "elicitation-sep1034-client-defaults"}
 	if strings.HasPrefix(scenario, "auth/") {
 		dir, err := os.MkdirTemp("", "kiln-conformance-auth-")
 		if err != nil {
@@ -77,6 +78,9 @@ func run(ctx context.Context, scenario, serverURL string, sc map[string]any) err
 		return fmt.Errorf("list tools: %w", err)
 	}
 	call := func(name string, args map[string]any) error {
+		if args == nil {
+			args = map[string]any{}
+		}
 		raw, _ := json.Marshal(args)
 		_, err := conn.CallTool(ctx, name, raw, backend.CallOptions{})
 		return err
