@@ -48,6 +48,11 @@ func TestAuthProblems(t *testing.T) {
 			"kiln.yaml:6: backends.h.auth.client_id: missing; the client_credentials grant needs the pre-registered client's ID"}},
 		{"unset secret", "      client_id: x\n      client_secret: ${NOPE}\n", nil, []string{
 			"kiln.yaml:8: backends.h.auth.client_secret: is empty; export the variable it names (unset: ${NOPE})"}},
+		{"jwt with authorization code", "      client_id: x\n      token_endpoint_auth: private_key_jwt\n      private_key: ${K}\n", map[string]string{"K": "pem"}, []string{
+			"kiln.yaml:8: backends.h.auth.token_endpoint_auth: applies only to grant: client_credentials (with authorization_code kiln picks the method from the server's metadata); remove it",
+			"kiln.yaml:9: backends.h.auth.private_key: applies only to grant: client_credentials (private_key_jwt signs client credentials requests); remove it"}},
+		{"redirect with client credentials", "      grant: client_credentials\n      client_id: x\n      client_secret: ${S}\n      redirect_url: http://127.0.0.1:1/cb\n", map[string]string{"S": "s"}, []string{
+			"kiln.yaml:10: backends.h.auth.redirect_url: applies only to grant: authorization_code (nothing is redirected without a person logging in); remove it"}},
 		{"non-loopback redirect", "      redirect_url: http://example.com/cb\n", nil, []string{
 			`kiln.yaml:7: backends.h.auth.redirect_url: must be an http loopback URL such as http://127.0.0.1:8765/callback, got "http://example.com/cb"`}},
 	}

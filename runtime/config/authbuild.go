@@ -97,6 +97,17 @@ func (b *builder) auth(rb *rawBackend, path string) *Auth {
 			b.p.addValue(v, "is empty; export the variable it names")
 		}
 	}
+	// Settings one grant ignores are errors, not silent no-ops.
+	only := func(k, grant, why string) {
+		if v, ok := vals[k]; ok && !v.bad && a.Grant != grant {
+			b.p.addValue(v, "applies only to grant: %s (%s); remove it", grant, why)
+		}
+	}
+	only("token_endpoint_auth", GrantClientCredentials, "with authorization_code kiln picks the method from the server's metadata")
+	only("private_key", GrantClientCredentials, "private_key_jwt signs client credentials requests")
+	only("signing_alg", GrantClientCredentials, "it signs the private_key_jwt assertion")
+	only("client_metadata_url", GrantAuthorizationCode, "client credentials need a pre-registered client_id")
+	only("redirect_url", GrantAuthorizationCode, "nothing is redirected without a person logging in")
 	if a.Grant == GrantClientCredentials {
 		switch {
 		case a.ClientID == "":
