@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 func TestWithDefaults(t *testing.T) {
@@ -25,6 +27,31 @@ func TestWithDefaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, withDefaults(schema, tc.content)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRefusedOwnVersion(t *testing.T) {
+	errResp := func(data any) *transport.JSONRPCResponse {
+		return &transport.JSONRPCResponse{Error: &mcp.JSONRPCErrorDetails{Code: mcp.UNSUPPORTED_PROTOCOL_VERSION, Data: data}}
+	}
+	tests := []struct {
+		name string
+		resp *transport.JSONRPCResponse
+		err  error
+		want bool
+	}{
+		{"own version listed", errResp(map[string]any{"supported": []string{"2026-07-28"}, "requested": "2026-07-28"}), nil, true},
+		{"other version listed", errResp(map[string]any{"supported": []string{"2025-11-25"}, "requested": "2026-07-28"}), nil, false},
+		{"typed error, own version", nil, mcp.UnsupportedProtocolVersionError{Version: "2026-07-28", Supported: []string{"2026-07-28"}}, true},
+		{"other error", &transport.JSONRPCResponse{Error: &mcp.JSONRPCErrorDetails{Code: -32600}}, nil, false},
+		{"success", &transport.JSONRPCResponse{}, nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := refusedOwnVersion(tc.resp, tc.err); got != tc.want {
+				t.Errorf("refusedOwnVersion = %v, want %v", got, tc.want)
 			}
 		})
 	}

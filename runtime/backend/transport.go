@@ -3,10 +3,12 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 
@@ -58,6 +60,12 @@ type httpTransport struct{ *transport.StreamableHTTP }
 
 func (t httpTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
+	if req.Method == string(mcp.MethodServerDiscover) && refusedOwnVersion(resp, err) {
+		// SEP-2575: a server that refuses the version it lists as
+		// supported gets the same request once more, instead of the SDK
+		// falling back to the legacy handshake a modern server rejects.
+		resp, err = t.StreamableHTTP.SendRequest(ctx, req)
+	}
 	if err == nil {
 		observe(ctx, req, resp)
 	} else if ctx.Err() != nil {
@@ -147,4 +155,22 @@ func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *rin
 		return sseTransport{t}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %q", cfg.Transport)
+}
+
+// refusedOwnVersion reports a -32022 answer to server/discover whose
+// supported list holds the version the request carried.
+func refusedOwnVersion(resp *transport.JSONRPCResponse, err error) bool {
+	var u mcp.UnsupportedProtocolVersionError
+	if errors.As(err, &u) {
+		return slices.Contains(u.Supported, u.Version)
+	}
+	if resp == nil || resp.Error == nil || resp.Error.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
+		return false
+	}
+	var data struct {
+		Supported []string `json:"supported"`
+		Requested string   `json:"requested"`
+	}
+	raw, _ := json.Marshal(resp.Error.Data)
+	return json.Unmarshal(raw, &data) == nil && slices.Contains(data.Supported, data.Requested)
 }
