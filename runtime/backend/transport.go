@@ -136,6 +136,7 @@ func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *rin
 		if listen {
 			// Servers may send requests not tied to a call (elicitation
 			// from a tool that does not relate it) on the GET stream.
+			//lint:ignore SA1019 the GET stream is what pre-2026-07-28 servers use; Options.Listen is for them only
 			opts = append(opts, transport.WithContinuousListening())
 		}
 		t, err := transport.NewStreamableHTTP(cfg.URL, opts...)
