@@ -26,7 +26,7 @@ func TestImportRules(t *testing.T) {
 		"github.com/dave/jennifer":                 {module + "/gen"},
 		"github.com/spf13/viper":                   {module + "/runtime/config"},
 		"github.com/kelindar/search":               {module + "/runtime/search/semantic"},
-		"github.com/modelcontextprotocol/go-sdk":   {module + "/tests"},
+		"github.com/modelcontextprotocol/go-sdk":   {module + "/tests", module + "/runtime/oauth"},
 		"github.com/santhosh-tekuri/jsonschema/v6": {module + "/runtime/schema", module + "/runtime/config"},
 	}
 	checked := 0

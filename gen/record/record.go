@@ -16,6 +16,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/backend"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/oauth"
 )
 
 // ErrFailed is returned when at least one backend could not be recorded.
@@ -79,10 +80,18 @@ func snapshotOne(ctx context.Context, cfg *config.Config, b *config.Backend, ver
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Gateway.ConnectTimeout)
 	defer cancel()
+	// Tokens come from `kiln auth login` (or the client credentials grant)
+	// and refresh through the same store kiln serve uses.
+	tokens := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth")})
+	defer tokens.Close() // after conn.Close: a refresh in flight is stored
+	hc, err := tokens.HTTPClient(b)
+	if err != nil {
+		return Outcome{Backend: b.Name, Err: err, Took: time.Since(start)}
+	}
 	// Offer the client capabilities kiln serve offers, so the manifest
 	// holds the tools a backend shows only to clients that can answer its
 	// requests (server-everything's sampling and elicitation tools).
-	conn, err := backend.Dial(ctx, b, backend.Options{ClientName: "kiln-gen", ClientVersion: version, OnRequest: refuseRequest})
+	conn, err := backend.Dial(ctx, b, backend.Options{ClientName: "kiln-gen", ClientVersion: version, OnRequest: refuseRequest, HTTPClient: hc})
 	if err != nil {
 		return Outcome{Backend: b.Name, Err: err, Took: time.Since(start)}
 	}

@@ -38,6 +38,16 @@ type Options struct {
 	// Guard, when set, checks every address an HTTP or SSE backend's
 	// connections reach; kiln sets it for backends registered at run time.
 	Guard *Guard
+	// HTTPClient, when set, carries an HTTP or SSE backend's requests
+	// (runtime/oauth's client adds and renews bearer tokens).
+	HTTPClient *http.Client
+	// Elicit, when set, answers the backend's elicitation requests (and
+	// declares the capability); without it they are refused.
+	Elicit ElicitFunc
+	// Listen keeps a GET stream open to an HTTP backend before protocol
+	// 2026-07-28, for server requests not tied to a call (an elicitation
+	// a tool does not relate to its request goes there).
+	Listen bool
 }
 
 // Conn is a live, initialized session with one backend. It is safe for
@@ -93,16 +103,25 @@ func Dial(ctx context.Context, cfg *config.Backend, opts Options) (*Conn, error)
 
 func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy bool) (*Conn, error) {
 	c := &Conn{name: cfg.Name, transport: cfg.Transport, stderr: newRing(stderrRingBytes), done: make(chan struct{})}
-	if opts.Guard != nil && cfg.Transport != config.TransportStdio {
+	// A guarded backend (registered at run time) never gets an OAuth
+	// client: the catalog refuses auth on registrations, so the guard is
+	// the only way out.
+	switch {
+	case opts.Guard != nil && cfg.Transport != config.TransportStdio:
 		c.http = opts.Guard.Client()
+	case opts.HTTPClient != nil:
+		c.http = opts.HTTPClient
 	}
-	t, err := newTransport(cfg, c.stderr, &c.proc, c.http)
+	t, err := newTransport(cfg, c.http, opts.Listen, c.stderr, &c.proc)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
 	}
 	copts := clientOptions(opts, cfg.Name)
 	if legacy {
 		copts = append(copts, client.WithProtocolVersion(legacyProtocol))
+	}
+	if opts.Elicit != nil {
+		copts = append(copts, client.WithElicitationHandler(elicitor{opts.Elicit}))
 	}
 	c.client = client.NewClient(t, copts...)
 	if opts.OnNotification != nil {

@@ -46,8 +46,16 @@ func (c *Conn) listTools(ctx context.Context) ([]manifest.Tool, error) {
 		return nil, nil
 	}
 	ctx, capture := withCapture(ctx, string(mcp.MethodToolsList))
-	if _, err := c.client.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+	res, err := c.client.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
 		return nil, c.wrap("list tools", err)
+	}
+	// The SDK leaves out tools a client must not call, such as those with
+	// invalid x-mcp-header annotations (SEP-2243); kiln keeps the raw bytes
+	// of the others only. An SDK that kept none is not trusted to filter.
+	accepted := map[string]bool{}
+	for _, t := range res.Tools {
+		accepted[t.Name] = true
 	}
 	var tools []manifest.Tool
 	seen := map[string]bool{}
@@ -59,7 +67,7 @@ func (c *Conn) listTools(ctx context.Context) ([]manifest.Tool, error) {
 			return nil, fmt.Errorf("backend %q: malformed tools/list page: %w", c.name, err)
 		}
 		for _, t := range p.Tools {
-			if seen[t.Name] {
+			if seen[t.Name] || (len(accepted) > 0 && !accepted[t.Name]) {
 				continue
 			}
 			seen[t.Name] = true

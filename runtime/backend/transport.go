@@ -3,10 +3,12 @@ package backend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 
@@ -65,6 +67,12 @@ type httpTransport struct{ *transport.StreamableHTTP }
 
 func (t httpTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.StreamableHTTP.SendRequest(ctx, req)
+	if req.Method == string(mcp.MethodServerDiscover) && refusedOwnVersion(resp, err) {
+		// SEP-2575: a server that refuses the version it lists as
+		// supported gets the same request once more, instead of the SDK
+		// falling back to the legacy handshake a modern server rejects.
+		resp, err = t.StreamableHTTP.SendRequest(ctx, req)
+	}
 	if err == nil {
 		observe(ctx, req, resp)
 	} else if ctx.Err() != nil {
@@ -110,9 +118,9 @@ func cancelRemote(ctx context.Context, t interface {
 
 // newTransport builds the SDK transport for a backend. For stdio it returns
 // the started process too, so Close can signal its whole process group.
-// An HTTP or SSE backend uses hc when it is set (a guarded client), else
-// the SDK's default client.
-func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd, hc *http.Client) (transport.Interface, error) {
+// An HTTP or SSE backend uses hc when it is set (a guarded client, or
+// runtime/oauth's), else the SDK's default client.
+func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *ring, proc **exec.Cmd) (transport.Interface, error) {
 	switch cfg.Transport {
 	case config.TransportStdio:
 		cmdFunc := func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
@@ -134,6 +142,12 @@ func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd, hc *http.C
 		if hc != nil {
 			opts = append(opts, transport.WithHTTPBasicClient(hc))
 		}
+		if listen {
+			// Servers may send requests not tied to a call (elicitation
+			// from a tool that does not relate it) on the GET stream.
+			//lint:ignore SA1019 the GET stream is what pre-2026-07-28 servers use; Options.Listen is for them only
+			opts = append(opts, transport.WithContinuousListening())
+		}
 		t, err := transport.NewStreamableHTTP(cfg.URL, opts...)
 		if err != nil {
 			return nil, err
@@ -153,4 +167,22 @@ func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd, hc *http.C
 		return newWorkspaceTransport(cfg)
 	}
 	return nil, fmt.Errorf("unknown transport %q", cfg.Transport)
+}
+
+// refusedOwnVersion reports a -32022 answer to server/discover whose
+// supported list holds the version the request carried.
+func refusedOwnVersion(resp *transport.JSONRPCResponse, err error) bool {
+	var u mcp.UnsupportedProtocolVersionError
+	if errors.As(err, &u) {
+		return slices.Contains(u.Supported, u.Version)
+	}
+	if resp == nil || resp.Error == nil || resp.Error.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
+		return false
+	}
+	var data struct {
+		Supported []string `json:"supported"`
+		Requested string   `json:"requested"`
+	}
+	raw, _ := json.Marshal(resp.Error.Data)
+	return json.Unmarshal(raw, &data) == nil && slices.Contains(data.Supported, data.Requested)
 }

@@ -137,6 +137,12 @@ func (c *Catalog) admitLocked(name string, def json.RawMessage) (config.Backend,
 	if err != nil {
 		return config.Backend{}, err
 	}
+	if b.Auth != nil {
+		// A runtime backend's connections go through the address guard
+		// only; an OAuth flow would reach other hosts (metadata, token
+		// endpoints) outside it.
+		return config.Backend{}, fmt.Errorf("%w: auth is for backends in kiln's config (kiln auth login NAME); a runtime registration may send headers only", ErrRefused)
+	}
 	if b.Transport == config.TransportStdio && !allowedCommand(b.Command, reg.AllowCommands) {
 		if len(reg.AllowCommands) == 0 {
 			return config.Backend{}, fmt.Errorf("%w: stdio backends cannot be registered at run time on this kiln (gateway.registration.allow_commands is empty); register an http backend, or ask its operator to allow %q",

@@ -191,6 +191,7 @@ func (b *builder) remote(rb *rawBackend, sc map[string]value, path string, out *
 		}
 	}
 	out.Headers = b.strMap(rb, "headers", path)
+	out.Auth = b.auth(rb, path)
 }
 
 // strMap expands an env or headers mapping, keeping its keys' case.

@@ -179,6 +179,7 @@ type Backend struct {
 	Headers map[string]string // keys keep their case; values expanded
 	// workspace
 	Workspace *Workspace
+	Auth      *Auth // OAuth 2.1; nil sends Headers only
 	// Timeout is the per-call timeout (default Gateway.CallTimeout).
 	Timeout time.Duration
 	// MaxConcurrent caps calls in flight (default 10 for stdio, 100 for

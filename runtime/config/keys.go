@@ -20,10 +20,12 @@ var (
 	httpKeys         = []string{"auth_token", "jwt_issuer", "jwks_url", "audience", "allowed_origins", "allowed_hosts", "max_body", "max_sessions", "max_sessions_total", "session_idle", "max_connections", "max_connections_per_client", "read_timeout"}
 	semanticKeys     = []string{"model", "sha256", "threads"}
 	backendKeys      = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled", "max_concurrent", "queue_wait", "bare",
-		"root", "readonly", "max_output", "bash"}
+		"root", "readonly", "max_output", "bash", "auth"}
 	// bashKeys are a workspace backend's bash section; env there is a list
 	// of variable names, read from the node tree.
 	bashKeys = []string{"timeout", "max_timeout", "env", "network", "unconfined"}
+	// authKeys are the settings under a backend's auth: (authbuild.go).
+	authKeys = []string{"grant", "client_id", "client_secret", "client_metadata_url", "token_endpoint_auth", "private_key", "signing_alg", "scopes", "redirect_url"}
 
 	// sectionKeys maps each mapping of settings to its keys. A key whose
 	// own path is listed here holds a nested section; the others hold
@@ -54,7 +56,7 @@ var (
 		"root", "readonly", "max_output"}
 
 	stdioOnlyKeys     = []string{"command", "args", "env", "cwd"}
-	remoteOnlyKeys    = []string{"url", "headers"}
+	remoteOnlyKeys    = []string{"url", "headers", "auth"}
 	workspaceOnlyKeys = []string{"root", "readonly", "max_output", "bash"}
 
 	transports  = []string{TransportStdio, TransportHTTP, TransportSSE, TransportWorkspace}

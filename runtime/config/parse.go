@@ -286,6 +286,8 @@ func (pr parser) backend(be entry, path string) *rawBackend {
 			good = pr.strMap(e.val, kp, checkHeaderName)
 		case "bash":
 			good = pr.bash(e.val, kp)
+		case "auth":
+			good = pr.auth(e.val, kp)
 		default:
 			if !slices.Contains(backendKeys, k) {
 				if s := pr.unknown(e.key, path, backendKeys); s != "" {

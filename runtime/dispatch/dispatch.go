@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -31,6 +32,9 @@ const (
 	StateUnhealthy State = "unhealthy"
 	StateStopped   State = "stopped"
 	StateDisabled  State = "disabled"
+	// StateNeedsLogin: the backend's OAuth token expired and cannot be
+	// refreshed; its error names the `kiln auth login` command to run.
+	StateNeedsLogin State = "needs_login"
 )
 
 // Options configure a Dispatcher.
@@ -67,6 +71,9 @@ type Options struct {
 	// port it serves): backends registered at run time may never connect
 	// to them.
 	Self []netip.AddrPort
+	// HTTPClient, when set, gives an HTTP or SSE backend the client its
+	// requests go through (runtime/oauth's, for backends with auth:).
+	HTTPClient func(*config.Backend) (*http.Client, error)
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and

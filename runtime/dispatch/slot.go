@@ -3,9 +3,11 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"time"
 
@@ -156,7 +158,15 @@ func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
 	s.d.mu.Unlock()
 	start := time.Now()
 	name := cfg.Name
+	var hc *http.Client
+	if s.d.opts.HTTPClient != nil && cfg.Transport != config.TransportStdio {
+		var err error
+		if hc, err = s.d.opts.HTTPClient(&cfg); err != nil {
+			return nil, err
+		}
+	}
 	conn, err := backend.DialTimeout(ctx, &cfg, connectTimeout, backend.Options{
+		HTTPClient:    hc,
 		ClientVersion: s.d.opts.Version,
 		Guard:         guard,
 		OnNotification: func(method string, params json.RawMessage) {
@@ -207,6 +217,10 @@ func (s *slot) scheduleRestart(cause error, wait time.Duration) bool {
 	s.state = StateUnhealthy // it never connected this round
 	if wasUp {
 		s.state = StateStopped
+	}
+	var login interface{ NeedsLogin() string }
+	if errors.As(cause, &login) {
+		s.state = StateNeedsLogin
 	}
 	s.since, s.err, s.retry = now, cause, now.Add(wait)
 	return true

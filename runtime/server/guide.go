@@ -14,7 +14,7 @@ import (
 
 // stateOrder is the order states are counted in: working first.
 var stateOrder = []string{string(dispatch.StateHealthy), string(dispatch.StateStarting), string(dispatch.StateUnhealthy),
-	string(dispatch.StateStopped), string(dispatch.StateDisabled), stateNotConfigured}
+	string(dispatch.StateNeedsLogin), string(dispatch.StateStopped), string(dispatch.StateDisabled), stateNotConfigured}
 
 func countStates(views []backendView) string {
 	counts := map[string]int{}

@@ -70,7 +70,7 @@ func (s *Server) health() healthView {
 		h.Status = healthDegraded
 	}
 	h.Summary = fmt.Sprintf("%s: %d of %d backends healthy", h.Status, healthy, active)
-	for _, st := range []dispatch.State{dispatch.StateStarting, dispatch.StateUnhealthy, dispatch.StateStopped} {
+	for _, st := range []dispatch.State{dispatch.StateStarting, dispatch.StateUnhealthy, dispatch.StateNeedsLogin, dispatch.StateStopped} {
 		if names := byState[string(st)]; len(names) > 0 {
 			h.Summary += fmt.Sprintf("; %s: %s", st, strings.Join(names, ", "))
 		}

@@ -19,6 +19,8 @@
 # loses; they fail the run only with KILN_CONFORMANCE_DIRECT_STRICT=1, until
 # resource, prompt, sampling and elicitation passthrough have landed.
 # KILN_CONFORMANCE_DIRECT=0 skips the comparison.
+#
+# Last, client.sh runs the suite's client mode against kiln's backend side.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -103,6 +105,13 @@ done
 if [[ ${KILN_CONFORMANCE_DIRECT:-1} != 0 ]]; then
 	. "$here/direct.sh"
 	compare_direct || true
+fi
+
+# Client phase: kiln as the client of the suite's scenario servers
+# (client.sh; expected-failures/client-<revision>.yaml), with the go-sdk
+# everything-client beside it. KILN_CONFORMANCE_CLIENT=0 skips it.
+if [[ ${KILN_CONFORMANCE_CLIENT:-1} != 0 ]]; then
+	"$here/client.sh" || failed+=(client)
 fi
 
 if ((${#failed[@]} > 0)); then

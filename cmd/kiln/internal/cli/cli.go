@@ -34,6 +34,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return sandbox.ServeWorker(stdin, stdout, stderr)
 	case workspaceExec: // hidden: how a workspace's Bash confines itself
 		return runWorkspaceExec(args[1:], stderr)
+	case "auth":
+		return runAuth(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "kiln", version.String())
 		return exitOK
@@ -51,6 +53,7 @@ func usage(w io.Writer) {
 
 commands:
   serve     serve MCP over stdio (default) or HTTP (--http ADDR)
+  auth      log in to, check or log out of backends' OAuth servers (kiln auth -h)
   version   print the version
 
 Run kiln serve -h for its flags.

@@ -45,6 +45,10 @@ func backendSecrets(b config.Backend) []scrub.Value {
 			add(ref.Name, v)
 		}
 	}
+	if b.Auth != nil {
+		add("auth.client_secret", b.Auth.ClientSecret)
+		add("auth.private_key", b.Auth.PrivateKey)
+	}
 	for k, v := range b.Env {
 		if scrub.SecretName(k) {
 			add(k, v)
@@ -66,4 +70,17 @@ func plain(v string) bool {
 		return true
 	}
 	return strings.HasPrefix(v, "/") || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "~/")
+}
+
+// learnTokens hands the OAuth tokens kiln obtains or refreshes while it
+// runs to the scrubber, so a backend echoing its bearer token (or a log
+// line) never shows it.
+func learnTokens(sc *scrub.Scrubber) func(...string) {
+	return func(tokens ...string) {
+		for _, t := range tokens {
+			if t != "" {
+				sc.Learn(scrub.Value{Name: "oauth token", Value: t})
+			}
+		}
+	}
 }

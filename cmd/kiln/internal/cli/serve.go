@@ -29,6 +29,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/httpauth"
+	"github.com/kilnmcp/kiln/runtime/oauth"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/sandbox"
@@ -132,7 +133,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	hub := &passthroughHub{log: log, timeout: cfg.Gateway.ConnectTimeout}
+	tokens := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), OnSecret: learnTokens(scrubber), Logger: log})
+	defer tokens.Close() // runs after the dispatcher closes its backends
 	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
+		HTTPClient: tokens.HTTPClient,
 		OnConnect: func(name string) {
 			refresh(name)
 			hub.refresh(ctx, name)

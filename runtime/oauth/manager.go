@@ -1,0 +1,326 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"github.com/kilnmcp/kiln/runtime/config"
+)
+
+// ErrNeedsLogin means the backend's token is missing or expired and can no
+// longer be refreshed: a person must run `kiln auth login NAME`.
+var ErrNeedsLogin = errors.New("needs_login")
+
+// NeedsLoginError says which backend needs a login and the exact command.
+type NeedsLoginError struct {
+	Backend string
+	Reason  string
+}
+
+func (e *NeedsLoginError) Error() string {
+	return fmt.Sprintf("backend %q needs_login: %s; run: kiln auth login %s", e.Backend, e.Reason, e.Backend)
+}
+
+// Is makes errors.Is(err, ErrNeedsLogin) hold.
+func (e *NeedsLoginError) Is(target error) bool { return target == ErrNeedsLogin }
+
+// Callback is what the authorization server sent to the redirect URI.
+type Callback struct{ Code, State, Iss string }
+
+// CallbackFromQuery reads a redirect's query, turning an OAuth error
+// response into an error.
+func CallbackFromQuery(q url.Values) (Callback, error) {
+	if e := q.Get("error"); e != "" {
+		return Callback{}, fmt.Errorf("authorization server refused: %s %s", e, q.Get("error_description"))
+	}
+	if q.Get("code") == "" {
+		return Callback{}, errors.New("authorization redirect carries no code")
+	}
+	return Callback{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+}
+
+// AuthorizeFunc shows authURL to a person (or a test's approving agent)
+// and returns what arrives at the redirect URI.
+type AuthorizeFunc func(ctx context.Context, authURL string) (Callback, error)
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	// Dir holds the token store (state_dir/oauth).
+	Dir string
+	// Authorize runs the interactive part of the authorization code
+	// grant. Nil (kiln serve, kiln-gen record) turns the need for one into
+	// a NeedsLoginError.
+	Authorize AuthorizeFunc
+	// RedirectURL overrides the backend's auth.redirect_url (kiln auth
+	// login sets the loopback address it listens on).
+	RedirectURL string
+	// OnSecret receives every token and secret the manager learns, for
+	// the output scrubber.
+	OnSecret func(...string)
+	// Base is the transport under the bearer layer (default
+	// http.DefaultTransport).
+	Base   http.RoundTripper
+	Logger *slog.Logger
+}
+
+// Manager hands out authenticated HTTP clients and owns the token store.
+type Manager struct {
+	opts  ManagerOptions
+	store *Store
+	// busy is read-held by every refresh until its new token is saved;
+	// Close takes it to wait for them. A rotating refresh token spent by
+	// a refresh whose result never reached the store is lost for good.
+	busy   sync.RWMutex
+	closed bool
+}
+
+// Close waits for refreshes in flight to be stored and refuses new ones.
+// Call it before the process exits (kiln serve, record, auth login).
+func (m *Manager) Close() {
+	m.busy.Lock()
+	m.closed = true
+	m.busy.Unlock()
+}
+
+// NewManager returns a manager over the store in opts.Dir.
+func NewManager(opts ManagerOptions) *Manager {
+	if opts.Base == nil {
+		opts.Base = http.DefaultTransport
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.OnSecret == nil {
+		opts.OnSecret = func(...string) {}
+	}
+	return &Manager{opts: opts, store: NewStore(opts.Dir)}
+}
+
+// Store returns the manager's token store.
+func (m *Manager) Store() *Store { return m.store }
+
+// HTTPClient returns the client an HTTP or SSE backend with auth: sends
+// its requests through. A backend without auth gets nil (the SDK's
+// default client).
+func (m *Manager) HTTPClient(cfg *config.Backend) (*http.Client, error) {
+	if cfg.Auth == nil {
+		return nil, nil
+	}
+	h, err := m.handler(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("backend %q: auth: %w", cfg.Name, err)
+	}
+	if m.opts.Authorize == nil && cfg.Auth.Grant != config.GrantClientCredentials {
+		// Headless: a challenge can only end in needs_login, so do not
+		// discover or register a client with the server on every retry.
+		h = headless{h, cfg.Name}
+	}
+	return &http.Client{Transport: &bearer{name: cfg.Name, h: h, base: m.opts.Base}}, nil
+}
+
+// headless is the authorization code handler of kiln serve and kiln-gen
+// record: it serves stored (and refreshed) tokens, and answers a challenge
+// with the login command instead of a flow nobody can complete.
+type headless struct {
+	handler
+	name string
+}
+
+func (h headless) Authorize(ctx context.Context, _ *http.Request, resp *http.Response) error {
+	resp.Body.Close()
+	reason := "the backend refused the stored token"
+	if src, _ := h.TokenSource(ctx); src == nil {
+		reason = "kiln has no token for it yet"
+	} else if insufficientScope(resp) {
+		reason = "the backend asks for more scope than the stored token has"
+	}
+	return &NeedsLoginError{Backend: h.name, Reason: reason}
+}
+
+// handler is the go-sdk's OAuthHandler contract: a token source for every
+// request and Authorize after a 401 or 403.
+type handler interface {
+	TokenSource(context.Context) (oauth2.TokenSource, error)
+	Authorize(context.Context, *http.Request, *http.Response) error
+}
+
+func (m *Manager) handler(cfg *config.Backend) (handler, error) {
+	a := cfg.Auth
+	plain := &http.Client{Transport: m.opts.Base}
+	rec, err := m.store.Load(cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	if a.Grant == config.GrantClientCredentials {
+		cc := &clientCredentials{m: m, name: cfg.Name, auth: a, client: plain}
+		if rec != nil && rec.Grant == config.GrantClientCredentials {
+			cc.src = m.storedSource(cfg.Name, rec)
+		}
+		return cc, nil
+	}
+	redirect := a.RedirectURL
+	if m.opts.RedirectURL != "" {
+		redirect = m.opts.RedirectURL
+	}
+	if redirect == "" {
+		redirect = "http://127.0.0.1/callback"
+	}
+	hc := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL:         redirect,
+		Client:              plain,
+		RequestRefreshToken: true,
+		ScopeFilter: func(found []string) []string {
+			if len(a.Scopes) > 0 {
+				return a.Scopes
+			}
+			return found
+		},
+		AuthorizationCodeFetcher: m.fetcher(cfg.Name),
+		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+			r := &Record{Grant: config.GrantAuthorizationCode, TokenURL: oc.Endpoint.TokenURL, AuthStyle: int(oc.Endpoint.AuthStyle),
+				ClientID: oc.ClientID, ClientSecret: oc.ClientSecret, Scopes: oc.Scopes, Token: tok}
+			if err := m.save(cfg.Name, r); err != nil {
+				return nil, err
+			}
+			return m.storedSource(cfg.Name, r), nil
+		},
+	}
+	if rec != nil && rec.Grant == config.GrantAuthorizationCode {
+		hc.InitialTokenSource = m.storedSource(cfg.Name, rec)
+	}
+	switch {
+	case a.ClientID != "":
+		ca := &oauthex.ClientCredentials{ClientID: a.ClientID}
+		if a.ClientSecret != "" {
+			ca.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: a.ClientSecret}
+		}
+		hc.PreregisteredClient = ca
+	default:
+		if a.ClientMetadataURL != "" {
+			hc.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: a.ClientMetadataURL}
+		}
+		hc.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			ClientName:   "kiln",
+			RedirectURIs: []string{redirect},
+			GrantTypes:   []string{"authorization_code", "refresh_token"},
+		}}
+	}
+	return auth.NewAuthorizationCodeHandler(hc)
+}
+
+func (m *Manager) fetcher(name string) auth.AuthorizationCodeFetcher {
+	return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		if m.opts.Authorize == nil {
+			return nil, &NeedsLoginError{Backend: name, Reason: "the backend asks for authorization and kiln has no valid token for it"}
+		}
+		cb, err := m.opts.Authorize(ctx, args.URL)
+		if err != nil {
+			return nil, err
+		}
+		return &auth.AuthorizationResult{Code: cb.Code, State: cb.State, Iss: cb.Iss}, nil
+	}
+}
+
+func (m *Manager) save(name string, r *Record) error {
+	m.learn(r)
+	return m.store.Update(name, func(*Record) (*Record, error) { return r, nil })
+}
+
+func (m *Manager) learn(r *Record) {
+	if r == nil {
+		return
+	}
+	var s []string
+	if r.Token != nil {
+		s = append(s, r.Token.AccessToken, r.Token.RefreshToken)
+	}
+	m.opts.OnSecret(append(s, r.ClientSecret)...)
+}
+
+// storedSource serves the stored token and refreshes it under the store's
+// lock, re-reading the file first: another kiln process may have refreshed
+// already, and a rotating refresh token must be spent only once.
+type storedSourceT struct {
+	m    *Manager
+	name string
+	mu   sync.Mutex
+	cur  *oauth2.Token
+}
+
+func (m *Manager) storedSource(name string, r *Record) oauth2.TokenSource {
+	m.learn(r)
+	return &storedSourceT{m: m, name: name, cur: r.Token}
+}
+
+func (s *storedSourceT) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur.Valid() {
+		return s.cur, nil
+	}
+	s.m.busy.RLock()
+	defer s.m.busy.RUnlock()
+	if s.m.closed {
+		return nil, errors.New("token store closed: kiln is shutting down")
+	}
+	err := s.m.store.Update(s.name, func(r *Record) (*Record, error) {
+		if r == nil || r.Token == nil {
+			return nil, &NeedsLoginError{Backend: s.name, Reason: "no stored token (logged out)"}
+		}
+		if r.Token.Valid() {
+			s.cur = r.Token
+			return r, nil
+		}
+		tok, err := s.m.refresh(r)
+		if err != nil {
+			return r, err
+		}
+		r.Token = tok
+		s.cur = tok
+		s.m.learn(r)
+		return r, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.cur, nil
+}
+
+// refresh renews r's token: a refresh grant for authorization code
+// tokens, a new client credentials grant for those.
+func (m *Manager) refresh(r *Record) (*oauth2.Token, error) {
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: m.opts.Base})
+	if r.Grant == config.GrantClientCredentials {
+		return nil, &NeedsLoginError{Backend: r.Backend, Reason: "client credentials token expired"}
+	}
+	if r.Token.RefreshToken == "" {
+		return nil, &NeedsLoginError{Backend: r.Backend, Reason: "the access token expired and the server issued no refresh token"}
+	}
+	oc := &oauth2.Config{ClientID: r.ClientID, ClientSecret: r.ClientSecret, Scopes: r.Scopes,
+		Endpoint: oauth2.Endpoint{TokenURL: r.TokenURL, AuthStyle: oauth2.AuthStyle(r.AuthStyle)}}
+	tok, err := oc.TokenSource(ctx, &oauth2.Token{RefreshToken: r.Token.RefreshToken}).Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && (re.ErrorCode == "invalid_grant" || re.Response.StatusCode == http.StatusBadRequest || re.Response.StatusCode == http.StatusUnauthorized) {
+			return nil, &NeedsLoginError{Backend: r.Backend, Reason: "the refresh token was refused (" + re.ErrorCode + ")"}
+		}
+		return nil, fmt.Errorf("refresh token: %w", err)
+	}
+	if tok.RefreshToken == "" {
+		tok.RefreshToken = r.Token.RefreshToken
+	}
+	return tok, nil
+}
+
+// NeedsLogin returns the command that fixes the error; runtime/dispatch
+// looks for this method to show the backend's state as needs_login.
+func (e *NeedsLoginError) NeedsLogin() string { return "kiln auth login " + e.Backend }
