@@ -120,13 +120,13 @@ func newTransport(cfg *config.Backend, stderr *ring, proc **exec.Cmd) (transport
 		}
 		return stdioTransport{transport.NewStdioWithOptions(cfg.Command, nil, cfg.Args, transport.WithCommandFunc(cmdFunc))}, nil
 	case config.TransportHTTP:
-		t, err := transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers))
+		t, err := transport.NewStreamableHTTP(cfg.URL, transport.WithHTTPHeaders(cfg.Headers), transport.WithHTTPHeaderFunc(propagation))
 		if err != nil {
 			return nil, err
 		}
 		return httpTransport{t}, nil
 	case config.TransportSSE:
-		t, err := transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers))
+		t, err := transport.NewSSE(cfg.URL, transport.WithHeaders(cfg.Headers), transport.WithHeaderFunc(propagation))
 		if err != nil {
 			return nil, err
 		}

@@ -12,14 +12,14 @@ import (
 var (
 	topKeys     = []string{"version", "gateway", "backends"}
 	gatewayKeys = []string{"name", "state_dir", "call_timeout", "connect_timeout", "max_output_size", "log_level",
-		"sandbox", "output", "health", "registration", "http", "semantic", "expose", "pin"}
+		"sandbox", "output", "health", "registration", "http", "semantic", "expose", "pin", "metrics_addr", "drain_timeout"}
 	sandboxKeys      = []string{"timeout", "max_timeout", "memory", "max_calls", "max_concurrent", "queue_wait"}
 	outputKeys       = []string{"intent_filter", "auto_chunk_json", "smart_truncation", "size_footer", "intent_threshold", "chunk_threshold", "truncate_at"}
 	healthKeys       = []string{"interval", "timeout", "failures"}
 	registrationKeys = []string{"allow_commands", "max_backends", "persist"}
 	httpKeys         = []string{"auth_token", "jwt_issuer", "jwks_url", "audience", "allowed_origins", "allowed_hosts", "max_body", "max_sessions"}
 	semanticKeys     = []string{"model", "sha256", "threads"}
-	backendKeys      = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled", "max_concurrent", "queue_wait", "bare"}
+	backendKeys      = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled", "max_concurrent", "queue_wait", "bare", "required"}
 
 	// sectionKeys maps each mapping of settings to its keys. A key whose
 	// own path is listed here holds a nested section; the others hold
@@ -45,7 +45,7 @@ var (
 
 	// backendScalarKeys are layered through viper and can be overridden by
 	// KILN_BACKENDS_<NAME>_<KEY>; lists and maps cannot.
-	backendScalarKeys = []string{"transport", "command", "cwd", "url", "timeout", "enabled", "max_concurrent", "queue_wait", "bare"}
+	backendScalarKeys = []string{"transport", "command", "cwd", "url", "timeout", "enabled", "max_concurrent", "queue_wait", "bare", "required"}
 
 	stdioOnlyKeys  = []string{"command", "args", "env", "cwd"}
 	remoteOnlyKeys = []string{"url", "headers"}

@@ -52,6 +52,16 @@ type Options struct {
 	// connects), waits for the connection and asks Refresh before it
 	// reports the tool unknown.
 	Refresh func(ctx context.Context, backend string) error
+	// OnEvent, when set, is told of supervision events: "restart" when a
+	// restart is scheduled after a failure, "circuit_open" when health
+	// probes failed and calls start failing fast (metrics count them).
+	OnEvent func(backend, event string)
+}
+
+func (d *Dispatcher) event(backend, event string) {
+	if d.opts.OnEvent != nil {
+		d.opts.OnEvent(backend, event)
+	}
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and

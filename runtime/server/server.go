@@ -74,6 +74,17 @@ type Options struct {
 	// Bare also knows runtime registrations.
 	Bare   func(backend string) bool
 	Logger *slog.Logger
+	// Telemetry observes meta-tool calls and sessions; nil observes
+	// nothing. *telemetry.Telemetry is one.
+	Telemetry Telemetry
+}
+
+// Telemetry is told of each meta-tool call and each session. StartTool
+// gets the W3C trace context the client sent in _meta, returns the context
+// the call runs in, and end is called once with the outcome.
+type Telemetry interface {
+	StartTool(ctx context.Context, tool, traceparent, tracestate string) (_ context.Context, end func(isError bool))
+	Sessions(delta int)
 }
 
 // Registrar adds and removes backends at run time; *catalog.Catalog is one.
@@ -114,6 +125,7 @@ func New(opts Options) *Server {
 		server.WithResourceCapabilities(false, false),
 		server.WithLogging(),
 		server.WithInstructions(s.instructions()),
+		server.WithHooks(s.sessionHooks()),
 	)
 	handlers := map[string]func(context.Context, json.RawMessage) *toolcall.Result{
 		toolSearch:     s.searchTools,
@@ -161,6 +173,11 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 		}
 		if verr := s.valid.Validate(mt.name, json.RawMessage(mt.schema), args); verr != nil {
 			return toMCP(s.opts.Scrubber.Result(toolcall.Errorf("%s: %v", mt.name, verr)))
+		}
+		if t := s.opts.Telemetry; t != nil {
+			var end func(bool)
+			ctx, end = t.StartTool(ctx, mt.name, metaString(req, "traceparent"), metaString(req, "tracestate"))
+			defer func() { end(res == nil || res.IsError) }()
 		}
 		out := h(s.observe(ctx, req), args)
 		if mt.name != toolChain {

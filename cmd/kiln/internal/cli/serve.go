@@ -43,8 +43,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if fs.Parse(args) != nil {
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// SIGTERM ends sig; the gateway runs under ctx, which ends only after
+	// the drain (ops.drainOn), so calls in flight keep their backends.
+	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
 	knobs, err := parseDebug(os.Getenv("KILNDEBUG"))
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -92,6 +96,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				"backend", b.Name, "config", cfg.Path)
 		}
 	}
+	counter := &pipeline.Counter{}
+	op, err := startOps(ctx, cfg, reg, counter, log, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitUsage
+	}
+	defer op.close()
+	go op.drainOn(sig, ctx, stopRun)
 	if err := server.CheckExposure(cfg, reg); err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitUsage
@@ -132,7 +144,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			if kind == "tools" {
 				refresh(name)
 			}
-		}})
+		},
+		OnEvent: op.tel.BackendEvent})
+	op.disp.Store(disp)
 	// The catalog exists before the server it notifies; changes before the
 	// server does are picked up by its first listing.
 	var exposed atomic.Pointer[server.Server]
@@ -153,12 +167,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			scrubber.Learn(secretValues(next)...)
 			restarted := disp.Reload(next)
 			cat.SetConfig(next)
+			op.cfg.Store(next)
 			log.Info("config reloaded", "config", next.Path, "restarted", strings.Join(restarted, ","))
 		})
 	}
 
 	lim := cfg.Gateway.Sandbox
-	sb, err := sandbox.New(sandbox.Options{Preamble: genbridge.Preamble, Caller: disp, Logger: log, Backends: reg.BackendNames,
+	caller := op.tel.Caller(disp)
+	sb, err := sandbox.New(sandbox.Options{Preamble: genbridge.Preamble, Caller: caller, Logger: log, Backends: reg.BackendNames,
 		Limits: sandbox.Limits{
 			Timeout: lim.Timeout, MaxTimeout: lim.MaxTimeout, Memory: lim.MemoryBytes, MaxCalls: lim.MaxCalls,
 			MaxConcurrent: lim.MaxConcurrent, QueueWait: lim.QueueWait,
@@ -167,14 +183,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "kiln: sandbox: %v\n", err)
 		return exitFail
 	}
-	counter := &pipeline.Counter{}
 	srv := server.New(server.Options{
 		Name:      cfg.Gateway.Name,
 		Version:   version.String(),
 		Config:    cfg,
 		Registry:  reg,
 		Status:    disp,
-		Search:    viewSearch{cat},
+		Search:    op.tel.Search(viewSearch{cat}),
 		Boost:     usage.Boost,
 		Counter:   counter,
 		Ref:       func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
@@ -184,24 +199,29 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Exposed:   generated.ExposedNames,
 		Bare:      cat.Bare,
 		Logger:    log,
+		Telemetry: op.tel,
 		Chain: chain.New(chain.Options{
-			Caller:   disp,
+			Caller:   caller,
 			Registry: reg,
 			Current: func() chain.Bridging {
 				v := cat.View()
 				return chain.Bridging{Resolver: v.Table, Backends: v.Bridge, ExtraPreamble: v.Extra}
 			},
-			Sandbox:        sb,
+			Sandbox:        op.tel.Sandbox(sb),
 			DefaultTimeout: sb.Limits().Timeout,
 			MaxTimeout:     sb.Limits().MaxTimeout,
 			Output:         outputOptions(cfg),
 			Counter:        counter,
 			Scrub:          scrubber.Result,
 			Logger:         log,
+			OnTier: func(ctx context.Context, t chain.Tier) (context.Context, func()) {
+				return op.tel.EnterTier(ctx, int(t))
+			},
 		}),
 	})
 	exposed.Store(srv)
 	srv.SyncTools() // changes that landed while the server was built
+	op.health.Ready()
 	if *httpAddr == "" {
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -209,6 +229,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return exitOK
 	}
+	front.open = op.frontRoutes
 	return front.serve(ctx, srv.Handler(), stderr)
 }
 
@@ -237,6 +258,9 @@ func loadServeConfig(path string) (*config.Config, error) {
 type frontDoor struct {
 	ln    net.Listener
 	guard *httpauth.Guard
+	// open, when set, adds the routes served beside the guarded MCP
+	// handler (probes, metrics).
+	open func(g *httpauth.Guard, guarded http.Handler) http.Handler
 }
 
 func openFrontDoor(addr string, cfg *config.Config, log *slog.Logger) (*frontDoor, error) {
@@ -260,6 +284,9 @@ func openFrontDoor(addr string, cfg *config.Config, log *slog.Logger) (*frontDoo
 func (f *frontDoor) serve(ctx context.Context, h http.Handler, stderr io.Writer) int {
 	ln := f.ln
 	h = f.guard.Wrap(h)
+	if f.open != nil {
+		h = f.open(f.guard, h)
+	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	// Tests and scripts read this line to learn the port when ADDR ends in :0.
 	fmt.Fprintf(stderr, "kiln: serving MCP at http://%s/mcp (legacy SSE at /sse)\n", ln.Addr())
