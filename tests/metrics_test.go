@@ -96,6 +96,13 @@ func startOpsKiln(t *testing.T, cfg string, env ...string) *opsKiln {
 	return k
 }
 
+// logged returns what kiln has written to stderr so far.
+func (k *opsKiln) logged() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.log.String()
+}
+
 // get fetches a URL and returns its status and body.
 func get(t *testing.T, u string) (int, string) {
 	t.Helper()
@@ -115,13 +122,20 @@ func get(t *testing.T, u string) (int, string) {
 	return res.StatusCode, string(b)
 }
 
-// waitReady polls /readyz until it answers 200.
+// waitReady polls /readyz until it answers 200, for up to a minute.
 func waitReady(t *testing.T, base string) {
 	t.Helper()
-	eventually(t, base+"/readyz answers 200", func() bool {
-		code, _ := get(t, base+"/readyz")
-		return code == http.StatusOK
-	})
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, body := get(t, base+"/readyz")
+		if code == http.StatusOK {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still answers %d after a minute: %s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // faultConfig serves the fault server as a required stdio backend, with
@@ -263,4 +277,3 @@ func freeLoopback(t *testing.T) string {
 	ln.Close()
 	return addr
 }
-
