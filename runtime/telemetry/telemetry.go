@@ -3,9 +3,11 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -32,11 +34,17 @@ type Telemetry struct {
 
 // New returns telemetry with m for metrics (nil for none) and traces as
 // the OTEL_* variables ask: a bad value is an error naming the variable.
-func New(ctx context.Context, version string, m *Metrics) (*Telemetry, error) {
+// Export failures go to log (nil discards), not to the SDK's default of
+// the standard logger, which would bypass kiln's scrubbing writer.
+func New(ctx context.Context, version string, m *Metrics, log *slog.Logger) (*Telemetry, error) {
 	tp, err := startTracing(ctx, version)
 	if err != nil {
 		return nil, err
 	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("could not export traces", "err", err) }))
 	t := &Telemetry{Metrics: m, tracer: noop.NewTracerProvider().Tracer(""), tp: tp}
 	if tp != nil {
 		t.tracer = tp.Tracer("github.com/kilnmcp/kiln")

@@ -46,7 +46,7 @@ func startOps(ctx context.Context, cfg *config.Config, reg *registry.Registry, c
 		}
 	}
 	m := telemetry.NewMetrics(telemetry.MetricsOptions{Status: o, Counter: counter, Known: known})
-	tel, err := telemetry.New(ctx, version.String(), m)
+	tel, err := telemetry.New(ctx, version.String(), m, log)
 	if err != nil {
 		return nil, err
 	}
