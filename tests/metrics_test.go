@@ -263,6 +263,14 @@ func TestMetricsPrometheus(t *testing.T) {
 	if got != "4" {
 		t.Errorf("Prometheus: sum(kiln_tool_calls_total) = %s, want 4", got)
 	}
+
+	// A crash is counted as a restart of its backend.
+	s.Call(t.Context(), "call_tool_chain", map[string]any{"code": `{"tool": "fault.crash"}`})
+	eventually(t, "kiln_backend_events_total counts the fault server's restart", func() bool {
+		_, body := get(t, k.metrics+"/metrics")
+		return strings.Contains(body, `kiln_backend_events_total{backend="fault",event="restart"} 1`+"\n") &&
+			strings.Contains(body, `kiln_tool_calls_total{backend="fault",outcome="backend_unavailable",tier="1",tool="other"} 1`+"\n")
+	})
 }
 
 // freeLoopback returns a loopback address with a port free right now, for
