@@ -9,9 +9,9 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 # The version ldflags live in .goreleaser.yaml (one copy for make and for
 # releases); -trimpath and its empty build ID make two builds of one commit
 # byte-identical.
-LDFLAGS   := $(subst {{ .Version }},$(VERSION),$(shell sed -n 's/.*ldflags: &ldflags \[\(.*\)\]$$/\1/p' .goreleaser.yaml))
+LDFLAGS   := $(subst {{ .Version }},$(VERSION),$(shell sed -n 's/.*ldflags: &ldflags \["\(.*\)"\]$$/\1/p' .goreleaser.yaml))
 ifeq ($(findstring version.stamp,$(LDFLAGS)),)
-$(error .goreleaser.yaml has no "ldflags: &ldflags [...]" line with version.stamp; the build reads its version flags from there)
+$(error .goreleaser.yaml has no 'ldflags: &ldflags ["..."]' line with version.stamp; the build reads its version flags from there)
 endif
 BUILDFLAGS := -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
 SEMANTIC  ?=
