@@ -11,7 +11,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 # byte-identical.
 LDFLAGS   := $(subst {{ .Version }},$(VERSION),$(shell sed -n 's/.*ldflags: &ldflags \["\(.*\)"\]$$/\1/p' .goreleaser.yaml))
 ifeq ($(findstring version.stamp,$(LDFLAGS)),)
-$(error .goreleaser.yaml has no 'ldflags: &ldflags ["..."]' line with version.stamp; the build reads its version flags from there)
+$(error .goreleaser.yaml has no "ldflags: &ldflags [...]" line with version.stamp; the build reads its version flags from there)
 endif
 BUILDFLAGS := -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
 SEMANTIC  ?=
