@@ -119,13 +119,15 @@ func New(opts Options) *Server {
 		opts.Name = "kiln"
 	}
 	s := &Server{opts: opts, log: log, valid: schema.New(), exp: newExposure(opts.Config)}
+	hooks := &server.Hooks{}
+	s.sessionHooks(hooks)
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		// Only direct and hybrid lists change at run time.
 		server.WithToolCapabilities(s.exp != nil),
 		server.WithResourceCapabilities(false, false),
 		server.WithLogging(),
 		server.WithInstructions(s.instructions()),
-		server.WithHooks(s.sessionHooks()),
+		server.WithHooks(hooks),
 	)
 	handlers := map[string]func(context.Context, json.RawMessage) *toolcall.Result{
 		toolSearch:     s.searchTools,

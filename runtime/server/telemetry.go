@@ -7,14 +7,14 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// sessionHooks tells Options.Telemetry when sessions open and close.
-func (s *Server) sessionHooks() *server.Hooks {
-	h := &server.Hooks{}
+// sessionHooks adds to h what tells Options.Telemetry when sessions open
+// and close. The SDK keeps one Hooks per server (a second WithHooks
+// replaces the first), so every hook goes into the same h.
+func (s *Server) sessionHooks(h *server.Hooks) {
 	if t := s.opts.Telemetry; t != nil {
 		h.AddOnRegisterSession(func(context.Context, server.ClientSession) { t.Sessions(1) })
 		h.AddOnUnregisterSession(func(context.Context, server.ClientSession) { t.Sessions(-1) })
 	}
-	return h
 }
 
 // metaString reads a string field of a request's _meta (W3C trace context
