@@ -26,6 +26,9 @@ STATICCHECK_VERSION := v0.8.2
 # the proxy refuses; v2.18 needs Go 1.27).
 GORELEASER_VERSION  := v2.10.2
 HELM_VERSION        := v3.22.0
+# syft makes the per-archive SBOMs (.goreleaser.yaml sboms); the module proxy
+# serves it, so it installs offline like the other tools.
+SYFT_VERSION        := v1.57.0
 TOOLS := $(CURDIR)/.cache/bin
 CONFIG    ?= kiln.yaml
 # Where `make llama` puts libllama_go.so and the llama.cpp libraries.
@@ -33,7 +36,7 @@ KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
 .PHONY: semantic build peers generate record emit diff test check unit race e2e lint fmt fmt-check vet staticcheck tidy \
-        emit-check fuzz fuzz-short bench eval demo llama conformance release-check helm-check ci clean
+        emit-check fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
 
 ## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
 build:
@@ -150,6 +153,16 @@ tests/conformance/node_modules/.package-lock.json: tests/conformance/package.jso
 
 release-check: $(TOOLS)/goreleaser-$(GORELEASER_VERSION)
 	$< check
+
+$(TOOLS)/syft-$(SYFT_VERSION):
+	GOBIN=$(TOOLS) $(GO) install github.com/anchore/syft/cmd/syft@$(SYFT_VERSION)
+	mv $(TOOLS)/syft $@
+
+## release-snapshot: the release archives and their SBOMs in dist/, offline
+## (the ko image is skipped: a snapshot would load it into a Docker daemon)
+release-snapshot: $(TOOLS)/goreleaser-$(GORELEASER_VERSION) $(TOOLS)/syft-$(SYFT_VERSION)
+	mkdir -p $(TOOLS)/sbom && ln -sf ../syft-$(SYFT_VERSION) $(TOOLS)/sbom/syft
+	PATH=$(TOOLS)/sbom:$$PATH SYFT_CHECK_FOR_APP_UPDATE=false $< release --snapshot --clean --skip=ko,publish
 
 $(TOOLS)/helm-$(HELM_VERSION):
 	GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
