@@ -25,6 +25,10 @@ STATICCHECK_VERSION := v0.8.2
 # and that builds with Go 1.26 (v2.11+ need go.digitalxero.dev/go-msix, which
 # the proxy refuses; v2.18 needs Go 1.27).
 GORELEASER_VERSION  := v2.10.2
+HELM_VERSION        := v3.22.0
+# syft makes the per-archive SBOMs (.goreleaser.yaml sboms); the module proxy
+# serves it, so it installs offline like the other tools.
+SYFT_VERSION        := v1.57.0
 TOOLS := $(CURDIR)/.cache/bin
 CONFIG    ?= kiln.yaml
 # Where `make llama` puts libllama_go.so and the llama.cpp libraries.
@@ -32,7 +36,7 @@ KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
 .PHONY: semantic build peers generate record emit diff test check unit race e2e lint fmt fmt-check vet staticcheck tidy \
-        emit-check fuzz fuzz-short bench eval demo llama conformance release-check ci clean
+        emit-check fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
 
 ## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
 build:
@@ -149,6 +153,30 @@ tests/conformance/node_modules/.package-lock.json: tests/conformance/package.jso
 
 release-check: $(TOOLS)/goreleaser-$(GORELEASER_VERSION)
 	$< check
+
+$(TOOLS)/syft-$(SYFT_VERSION):
+	GOBIN=$(TOOLS) $(GO) install github.com/anchore/syft/cmd/syft@$(SYFT_VERSION)
+	mv $(TOOLS)/syft $@
+
+## release-snapshot: the release archives and their SBOMs in dist/, offline
+## (the ko image is skipped: a snapshot would load it into a Docker daemon)
+release-snapshot: $(TOOLS)/goreleaser-$(GORELEASER_VERSION) $(TOOLS)/syft-$(SYFT_VERSION)
+	mkdir -p $(TOOLS)/sbom && ln -sf ../syft-$(SYFT_VERSION) $(TOOLS)/sbom/syft
+	PATH=$(TOOLS)/sbom:$$PATH SYFT_CHECK_FOR_APP_UPDATE=false $< release --snapshot --clean --skip=ko,publish
+
+$(TOOLS)/helm-$(HELM_VERSION):
+	GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(TOOLS)/helm $@
+
+## helm-check: the chart in deploy/helm/kiln lints and renders (offline), with
+## its defaults and with autoscaling and the disruption budget off; redis.enabled
+## must refuse to render until shared state exists
+helm-check: $(TOOLS)/helm-$(HELM_VERSION)
+	$< lint --strict deploy/helm/kiln
+	$< template kiln deploy/helm/kiln >/dev/null
+	$< template kiln deploy/helm/kiln --set autoscaling.enabled=false,podDisruptionBudget.enabled=false >/dev/null
+	@if $< template kiln deploy/helm/kiln --set redis.enabled=true >/dev/null 2>&1; then \
+		echo "helm-check: redis.enabled=true rendered; it must fail until gateway.state_url exists"; exit 1; fi
 
 ci: test
 

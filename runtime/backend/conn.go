@@ -231,6 +231,15 @@ func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, 
 		}
 		params.Meta.AdditionalFields = map[string]any{mcp.MetaKeyLogLevel: "info"}
 	}
+	for k, v := range propagation(ctx) {
+		if params.Meta == nil {
+			params.Meta = &mcp.Meta{}
+		}
+		if params.Meta.AdditionalFields == nil {
+			params.Meta.AdditionalFields = map[string]any{}
+		}
+		params.Meta.AdditionalFields[k] = v
+	}
 	res, err := c.client.CallTool(ctx, mcp.CallToolRequest{Params: params})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

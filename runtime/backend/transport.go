@@ -138,7 +138,7 @@ func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *rin
 		}
 		return stdioTransport{transport.NewStdioWithOptions(cfg.Command, nil, cfg.Args, transport.WithCommandFunc(cmdFunc))}, nil
 	case config.TransportHTTP:
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(cfg.Headers)}
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(cfg.Headers), transport.WithHTTPHeaderFunc(propagation)}
 		if hc != nil {
 			opts = append(opts, transport.WithHTTPBasicClient(hc))
 		}
@@ -154,7 +154,7 @@ func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *rin
 		}
 		return httpTransport{t}, nil
 	case config.TransportSSE:
-		opts := []transport.ClientOption{transport.WithHeaders(cfg.Headers)}
+		opts := []transport.ClientOption{transport.WithHeaders(cfg.Headers), transport.WithHeaderFunc(propagation)}
 		if hc != nil {
 			opts = append(opts, transport.WithHTTPClient(hc))
 		}

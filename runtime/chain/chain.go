@@ -66,6 +66,9 @@ type Options struct {
 	// pattern.
 	Scrub  func(*toolcall.Result) *toolcall.Result
 	Logger *slog.Logger
+	// OnTier, when set, is told which tier runs a request before it runs;
+	// the context it returns carries the calls (telemetry's tier span).
+	OnTier func(ctx context.Context, tier Tier) (context.Context, func())
 }
 
 // Bridging is the sandbox bridge at one moment.
@@ -155,6 +158,8 @@ func (e *Engine) run(ctx context.Context, req Request) (*toolcall.Result, Tier) 
 		if err != nil {
 			return toolcall.Errorf("call_tool_chain: %v", err), TierDirect
 		}
+		tctx, end := e.enter(tctx, TierDirect)
+		defer end()
 		return e.callDirect(tctx, call), TierDirect
 	}
 	// One view of the bridge for the whole request, so a registration
@@ -163,7 +168,17 @@ func (e *Engine) run(ctx context.Context, req Request) (*toolcall.Result, Tier) 
 	if res, ok := e.simple(tctx, req.Code, br); ok {
 		return res, TierSimple
 	}
+	ctx, end := e.enter(ctx, TierSandbox)
+	defer end()
 	return e.program(ctx, req.Code, timeout, br), TierSandbox
+}
+
+// enter reports the tier to Options.OnTier.
+func (e *Engine) enter(ctx context.Context, t Tier) (context.Context, func()) {
+	if e.opts.OnTier == nil {
+		return ctx, func() {}
+	}
+	return e.opts.OnTier(ctx, t)
 }
 
 func (e *Engine) callDirect(ctx context.Context, call directCall) *toolcall.Result {

@@ -38,6 +38,8 @@ func (e *Engine) simple(ctx context.Context, code string, br Bridging) (*toolcal
 		if !ok {
 			return nil, false
 		}
+		ctx, end := e.enter(ctx, TierSimple)
+		defer end()
 		res, err := e.opts.Caller.CallTool(ctx, backend, tool, call.Args)
 		if err != nil {
 			return errorResult(err), true

@@ -21,6 +21,7 @@ var bounds = map[string]bound{
 	"gateway.call_timeout":    durations(100*time.Millisecond, 24*time.Hour),
 	"gateway.connect_timeout": durations(time.Second, time.Hour),
 	"gateway.max_output_size": {1000, 50_000_000},
+	"gateway.drain_timeout":   durations(time.Second, time.Hour),
 
 	"gateway.sandbox.timeout":        durations(100*time.Millisecond, time.Hour),
 	"gateway.sandbox.max_timeout":    durations(100*time.Millisecond, time.Hour),

@@ -38,6 +38,10 @@ func (b *builder) gateway() Gateway {
 			g.LogLevel = lv
 		}
 	}
+	if v := get("metrics_addr"); v.ok && !v.bad {
+		g.MetricsAddr = b.hostPort(v, "127.0.0.1:9464")
+	}
+	g.DrainTimeout = b.duration(get("drain_timeout"), def.DrainTimeout)
 	g.Sandbox = b.sandbox()
 	g.Output = b.output(def.Output)
 	g.Health = b.health(def.Health)
@@ -105,6 +109,7 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	}
 	out.Enabled = b.boolean(b.expand(sc["enabled"]), true)
 	out.Bare = b.boolean(b.expand(sc["bare"]), false)
+	out.Required = b.boolean(b.expand(sc["required"]), false)
 	defMax := defaultMaxConcurrentHTTP
 	if out.Transport == TransportStdio {
 		defMax = defaultMaxConcurrentStdio

@@ -70,6 +70,12 @@ type Gateway struct {
 	// Pin lists the backend tools hybrid mode lists beside the meta-tools,
 	// each "backend.tool" or "backend.*".
 	Pin []string
+	// MetricsAddr, when set, serves /metrics, /healthz and /readyz on a
+	// listener of their own (host:port), for stdio-only deployments.
+	MetricsAddr string
+	// DrainTimeout bounds how long kiln finishes calls in flight after
+	// SIGTERM, once it has turned not-ready (default 20s).
+	DrainTimeout time.Duration
 }
 
 // Health configures backend health checks (YAML gateway.health).
@@ -192,6 +198,10 @@ type Backend struct {
 	// charset LLM APIs accept) instead of "backend__tool" in the direct and
 	// hybrid exposure modes.
 	Bare bool
+	// Required makes /readyz answer 503 until this backend is connected,
+	// so a load balancer or Kubernetes sends no traffic to a replica
+	// that cannot serve it.
+	Required bool
 	// Vars lists the environment variables this backend's values reference
 	// through ${VAR} or ${VAR:-default}, sorted by name, for
 	// get_required_keys_for_tool. Values are never stored here.

@@ -12,7 +12,7 @@ import (
 var (
 	topKeys     = []string{"version", "gateway", "backends"}
 	gatewayKeys = []string{"name", "state_dir", "call_timeout", "connect_timeout", "max_output_size", "log_level",
-		"sandbox", "output", "health", "registration", "http", "semantic", "expose", "pin"}
+		"sandbox", "output", "health", "registration", "http", "semantic", "expose", "pin", "metrics_addr", "drain_timeout"}
 	sandboxKeys      = []string{"timeout", "max_timeout", "memory", "max_calls", "max_concurrent", "queue_wait"}
 	outputKeys       = []string{"intent_filter", "auto_chunk_json", "smart_truncation", "size_footer", "intent_threshold", "chunk_threshold", "truncate_at"}
 	healthKeys       = []string{"interval", "timeout", "failures"}
@@ -20,7 +20,7 @@ var (
 	httpKeys         = []string{"auth_token", "jwt_issuer", "jwks_url", "audience", "allowed_origins", "allowed_hosts", "max_body", "max_sessions", "max_sessions_total", "session_idle", "max_connections", "max_connections_per_client", "read_timeout"}
 	semanticKeys     = []string{"model", "sha256", "threads"}
 	backendKeys      = []string{"transport", "command", "args", "env", "cwd", "url", "headers", "timeout", "enabled", "max_concurrent", "queue_wait", "bare",
-		"root", "readonly", "max_output", "bash", "auth"}
+		"root", "readonly", "max_output", "bash", "auth", "required"}
 	// bashKeys are a workspace backend's bash section; env there is a list
 	// of variable names, read from the node tree.
 	bashKeys = []string{"timeout", "max_timeout", "env", "network", "unconfined"}
@@ -53,7 +53,7 @@ var (
 	// backendScalarKeys are layered through viper and can be overridden by
 	// KILN_BACKENDS_<NAME>_<KEY>; lists and maps cannot.
 	backendScalarKeys = []string{"transport", "command", "cwd", "url", "timeout", "enabled", "max_concurrent", "queue_wait", "bare",
-		"root", "readonly", "max_output"}
+		"root", "readonly", "max_output", "required"}
 
 	stdioOnlyKeys     = []string{"command", "args", "env", "cwd"}
 	remoteOnlyKeys    = []string{"url", "headers", "auth"}

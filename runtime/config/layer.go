@@ -37,6 +37,7 @@ func layer(d *document, env lookup) *layered {
 		"connect_timeout": def.ConnectTimeout.String(),
 		"max_output_size": strconv.Itoa(def.MaxOutputSize),
 		"log_level":       def.LogLevel,
+		"drain_timeout":   def.DrainTimeout.String(),
 	} {
 		l.v.SetDefault("gateway."+k, v)
 	}

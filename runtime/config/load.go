@@ -30,6 +30,7 @@ func DefaultGateway() Gateway {
 		CallTimeout:    30 * time.Second,
 		ConnectTimeout: 30 * time.Second,
 		MaxOutputSize:  200000,
+		DrainTimeout:   20 * time.Second,
 		LogLevel:       "info",
 		Expose:         ExposeMeta,
 		Health:         Health{Interval: 30 * time.Second, Timeout: 5 * time.Second, Failures: 3},

@@ -67,8 +67,10 @@ func TestLoadFull(t *testing.T) {
 				SHA256:  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 				Threads: 2,
 			},
-			Expose: ExposeHybrid,
-			Pin:    []string{"everything.echo", "remote.*"},
+			Expose:       ExposeHybrid,
+			Pin:          []string{"everything.echo", "remote.*"},
+			MetricsAddr:  "127.0.0.1:9464",
+			DrainTimeout: 5 * time.Second,
 		},
 		Backends: []Backend{
 			{
@@ -87,6 +89,7 @@ func TestLoadFull(t *testing.T) {
 				QueueWait:     time.Second,
 				Enabled:       true,
 				Bare:          true,
+				Required:      true,
 				Vars: []VarRef{
 					{Name: "GITHUB_TOKEN", Key: "backends.everything.env.GITHUB_TOKEN", Set: true},
 				},

@@ -45,7 +45,13 @@ backends:
 version: 1
 gateway:
   colour: blue
-`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, expose or pin"}},
+`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, expose, pin, metrics_addr or drain_timeout"}},
+		{"metrics_addr without a port", "version: 1\ngateway:\n  metrics_addr: localhost\n", nil, []string{
+			`kiln.yaml:3: gateway.metrics_addr: want host:port such as 127.0.0.1:9464, got "localhost" (address localhost: missing port in address)`}},
+		{"drain_timeout out of range", "version: 1\ngateway:\n  drain_timeout: 10ms\n", nil, []string{
+			`kiln.yaml:3: gateway.drain_timeout: "10ms" is too short; use 1s to 1h`}},
+		{"required not a flag", "version: 1\nbackends:\n  a:\n    command: x\n    required: maybe\n", nil, []string{
+			`kiln.yaml:5: backends.a.required: want true or false, got "maybe"`}},
 		{"ping timeout not shorter than interval", "version: 1\ngateway:\n  health:\n    interval: 5s\n    timeout: 5s\n", nil, []string{
 			`kiln.yaml:5: gateway.health.timeout: "5s" is not shorter than gateway.health.interval (5s); a ping must end before the next starts`}},
 		{"relative allowed command", "version: 1\ngateway:\n  registration:\n    allow_commands: [bin/server]\n", nil, []string{
@@ -339,7 +345,7 @@ backends:
     comand: x
     max_concurrent: 0
 `, nil, []string{
-		"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, expose or pin",
+		"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, expose, pin, metrics_addr or drain_timeout",
 		`kiln.yaml:5: gateway.call_timeout: invalid duration "soon"; use Go syntax such as 30s, 1m30s or 500ms`,
 		`kiln.yaml:6: gateway.log_level: unknown log level "loud"; use debug, info, warn or error`,
 		`kiln.yaml:8: gateway.health.interval: "1ms" is too short; use 1s to 24h`,

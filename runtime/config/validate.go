@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -143,6 +145,23 @@ func (c *checker) oneOf(v value, choices []string, what string, aliases map[stri
 	}
 	c.p.addValue(v, "%s", msg)
 	return ""
+}
+
+// hostPort checks a listen address: host:port with a numeric port (0
+// picks a free one), where an empty host means every interface.
+func (c *checker) hostPort(v value, example string) string {
+	s := strings.TrimSpace(v.s)
+	_, port, err := net.SplitHostPort(s)
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr != nil || n < 0 || n > 65535 {
+			err = fmt.Errorf("port %q is not a number from 0 to 65535", port)
+		}
+	}
+	if err != nil {
+		c.p.addValue(v, "want host:port such as %s, got %s (%v)", example, strconv.Quote(v.raw), err)
+		return ""
+	}
+	return s
 }
 
 // nonEmpty reports an empty value and returns whether it is not.

@@ -74,6 +74,16 @@ type Options struct {
 	// HTTPClient, when set, gives an HTTP or SSE backend the client its
 	// requests go through (runtime/oauth's, for backends with auth:).
 	HTTPClient func(*config.Backend) (*http.Client, error)
+	// OnEvent, when set, is told of supervision events: "restart" when a
+	// restart is scheduled after a failure, "circuit_open" when health
+	// probes failed and calls start failing fast (metrics count them).
+	OnEvent func(backend, event string)
+}
+
+func (d *Dispatcher) event(backend, event string) {
+	if d.opts.OnEvent != nil {
+		d.opts.OnEvent(backend, event)
+	}
 }
 
 // Dispatcher implements toolcall.Caller over live backend connections and

@@ -126,6 +126,9 @@ func (s *slot) run(ctx context.Context) {
 			log.Error("backend failed to start", "err", err)
 		}
 		more := s.scheduleRestart(err, wait)
+		if more {
+			s.d.event(s.cfg.Name, "restart")
+		}
 		s.markReady()
 		if !more {
 			log.Error("backend restarted too often; kiln stopped restarting it", "restarts", maxRestarts, "window", restartWindow)
@@ -252,7 +255,7 @@ func (s *slot) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) 
 		}
 		s.d.mu.Lock()
 		h = s.d.cfg.Gateway.Health
-		next := h.Interval
+		next, opened := h.Interval, false
 		switch {
 		case err == nil:
 			if s.state == StateUnhealthy {
@@ -265,6 +268,7 @@ func (s *slot) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) 
 				if s.state != StateUnhealthy {
 					s.state, s.since = StateUnhealthy, time.Now()
 					log.Warn("backend unhealthy: circuit open", "failures", s.failures, "err", err)
+					opened = true
 				}
 				next = halfOpenAfter * h.Interval
 				s.err = fmt.Errorf("%d health probes failed in a row (last: %v)", s.failures, err)
@@ -273,6 +277,9 @@ func (s *slot) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) 
 		}
 		s.signalLocked()
 		s.d.mu.Unlock()
+		if opened {
+			s.d.event(conn.Name(), "circuit_open")
+		}
 		timer.Reset(next)
 	}
 }

@@ -82,6 +82,17 @@ type Options struct {
 	// notifications/roots/list_changed; the dispatcher passes it on to the
 	// backends. Optional.
 	RootsChanged func(ctx context.Context)
+	// Telemetry observes meta-tool calls and sessions; nil observes
+	// nothing. *telemetry.Telemetry is one.
+	Telemetry Telemetry
+}
+
+// Telemetry is told of each meta-tool call and each session. StartTool
+// gets the W3C trace context the client sent in _meta, returns the context
+// the call runs in, and end is called once with the outcome.
+type Telemetry interface {
+	StartTool(ctx context.Context, tool, traceparent, tracestate string) (_ context.Context, end func(isError bool))
+	Sessions(delta int)
 }
 
 // Registrar adds and removes backends at run time; *catalog.Catalog is one.
@@ -125,6 +136,7 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts, log: log, valid: schema.New(), exp: newExposure(opts.Config), hooks: &server.Hooks{}}
 	s.clientHooks(s.hooks)
+	s.sessionHooks(s.hooks)
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		// Only direct and hybrid lists change at run time.
 		server.WithToolCapabilities(s.exp != nil),
@@ -185,6 +197,11 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 		}
 		if verr := s.valid.Validate(mt.name, json.RawMessage(mt.schema), args); verr != nil {
 			return toMCP(s.opts.Scrubber.Result(toolcall.Errorf("%s: %v", mt.name, verr)))
+		}
+		if t := s.opts.Telemetry; t != nil {
+			var end func(bool)
+			ctx, end = t.StartTool(ctx, mt.name, metaString(req, "traceparent"), metaString(req, "tracestate"))
+			defer func() { end(res == nil || res.IsError) }()
 		}
 		out, ask := s.serveCall(ctx, req, args, h, mt.name == toolChain)
 		if ask != nil {

@@ -35,6 +35,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/sandbox"
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/server"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
 	"github.com/kilnmcp/kiln/runtime/version"
 )
 
@@ -46,8 +47,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if fs.Parse(args) != nil {
 		return exitUsage
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// SIGTERM ends sig; the gateway runs under ctx, which ends only after
+	// the drain (ops.drainOn), so calls in flight keep their backends.
+	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
 	knobs, err := parseDebug(os.Getenv("KILNDEBUG"))
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -96,6 +101,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				"backend", b.Name, "config", cfg.Path)
 		}
 	}
+	counter := &pipeline.Counter{}
+	op, err := startOps(ctx, cfg, reg, counter, log, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitUsage
+	}
+	defer op.close()
+	go op.drainOn(sig, ctx, stopRun)
 	if err := server.CheckExposure(cfg, reg); err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitUsage
@@ -158,7 +171,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			}
 			return nil
 		},
+		OnEvent: op.tel.BackendEvent,
 	})
+	op.disp.Store(disp)
 	// The catalog exists before the server it notifies; changes before the
 	// server does are picked up by its first listing.
 	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log,
@@ -178,24 +193,25 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			scrubber.Learn(secretValues(next)...)
 			restarted := disp.Reload(next)
 			cat.SetConfig(next)
+			op.cfg.Store(next)
 			log.Info("config reloaded", "config", next.Path, "restarted", strings.Join(restarted, ","))
 		})
 	}
 
-	sb, err := startSandbox(cfg, disp, reg, log)
+	caller := op.tel.Caller(disp)
+	sb, err := startSandbox(cfg, caller, reg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitFail
 	}
 	defer sb.Close()
-	counter := &pipeline.Counter{}
 	srv := server.New(server.Options{
 		Name:         cfg.Gateway.Name,
 		Version:      version.String(),
 		Config:       cfg,
 		Registry:     reg,
 		Status:       disp,
-		Search:       viewSearch{cat},
+		Search:       op.tel.Search(viewSearch{cat}),
 		Boost:        usage.Boost,
 		Counter:      counter,
 		Ref:          func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
@@ -206,26 +222,31 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Bare:         cat.Bare,
 		Logger:       log,
 		RootsChanged: func(ctx context.Context) { disp.RootsChanged(ctx) },
+		Telemetry:    op.tel,
 		Chain: chain.New(chain.Options{
-			Caller:   disp,
+			Caller:   caller,
 			Registry: reg,
 			Current: func() chain.Bridging {
 				v := cat.View()
 				return chain.Bridging{Resolver: v.Table, Backends: v.Bridge, ExtraPreamble: v.Extra}
 			},
-			Sandbox:        sb,
+			Sandbox:        op.tel.Sandbox(sb),
 			DefaultTimeout: sb.Limits().Timeout,
 			MaxTimeout:     sb.Limits().MaxTimeout,
 			Output:         outputOptions(cfg),
 			Counter:        counter,
 			Scrub:          scrubber.Result,
 			Logger:         log,
+			OnTier: func(ctx context.Context, t chain.Tier) (context.Context, func()) {
+				return op.tel.EnterTier(ctx, int(t))
+			},
 		}),
 		Passthrough: disp,
 	})
 	srvRef.Store(srv)
 	srv.SyncTools() // changes that landed while the server was built
 	hub.attach(ctx, srv, disp)
+	op.health.Ready()
 	if *httpAddr == "" {
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -233,6 +254,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return exitOK
 	}
+	front.open = op.frontRoutes
 	return front.serve(ctx, srv.Handler(), stderr)
 }
 
@@ -262,6 +284,9 @@ type frontDoor struct {
 	ln    net.Listener
 	guard *httpauth.Guard
 	cfg   config.HTTP
+	// open, when set, adds the routes served beside the guarded MCP
+	// handler (probes, metrics).
+	open func(g *httpauth.Guard, guarded http.Handler) http.Handler
 }
 
 func openFrontDoor(addr string, cfg *config.Config, log *slog.Logger) (*frontDoor, error) {
@@ -297,6 +322,9 @@ func (f *frontDoor) addrs() []netip.AddrPort {
 func (f *frontDoor) serve(ctx context.Context, h http.Handler, stderr io.Writer) int {
 	ln := f.ln
 	h = f.guard.Wrap(h)
+	if f.open != nil {
+		h = f.open(f.guard, h)
+	}
 	// The guard bounds reading a body (read_timeout) and clears the
 	// deadline once it is in, so streams and long calls are not cut;
 	// http.Server.ReadTimeout would cut them. Headers get at most 10s.
@@ -395,13 +423,13 @@ func (v viewSearch) TryAlso(backend, query string, n int) []string {
 // hidden subcommand of this same binary, so one binary ships everything.
 // A failure is fatal: running programs inside kiln instead would drop the
 // kernel's memory limit without anyone noticing.
-func startSandbox(cfg *config.Config, disp *dispatch.Dispatcher, reg *registry.Registry, log *slog.Logger) (*sandbox.Pool, error) {
+func startSandbox(cfg *config.Config, caller toolcall.Caller, reg *registry.Registry, log *slog.Logger) (*sandbox.Pool, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: find kiln's own executable to start sandbox workers: %w", err)
 	}
 	lim := cfg.Gateway.Sandbox
-	sb, err := sandbox.NewPool(sandbox.Options{Preamble: genbridge.Preamble, Caller: disp, Logger: log, Backends: reg.BackendNames,
+	sb, err := sandbox.NewPool(sandbox.Options{Preamble: genbridge.Preamble, Caller: caller, Logger: log, Backends: reg.BackendNames,
 		Limits: sandbox.Limits{
 			Timeout: lim.Timeout, MaxTimeout: lim.MaxTimeout, Memory: lim.MemoryBytes, MaxCalls: lim.MaxCalls,
 			MaxConcurrent: lim.MaxConcurrent, QueueWait: lim.QueueWait,

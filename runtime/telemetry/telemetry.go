@@ -1,0 +1,149 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
+
+// Telemetry records metrics and traces for one gateway. Lifecycle:
+// New → hand its hooks and decorators to the other packages → Shutdown,
+// which flushes spans still batched.
+type Telemetry struct {
+	// Metrics is nil when metrics are off; its methods accept that.
+	Metrics *Metrics
+	// Health, when set, counts calls in flight so a drain can wait for
+	// them.
+	Health *Health
+	tracer trace.Tracer
+	tp     *sdktrace.TracerProvider
+}
+
+// New returns telemetry with m for metrics (nil for none) and traces as
+// the OTEL_* variables ask: a bad value is an error naming the variable.
+// Export failures go to log (nil discards), not to the SDK's default of
+// the standard logger, which would bypass kiln's scrubbing writer.
+func New(ctx context.Context, version string, m *Metrics, log *slog.Logger) (*Telemetry, error) {
+	tp, err := startTracing(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("could not export traces", "err", err) }))
+	t := &Telemetry{Metrics: m, tracer: noop.NewTracerProvider().Tracer(""), tp: tp}
+	if tp != nil {
+		t.tracer = tp.Tracer("github.com/kilnmcp/kiln")
+	}
+	return t, nil
+}
+
+// Tracing reports whether spans are exported.
+func (t *Telemetry) Tracing() bool { return t.tp != nil }
+
+// Shutdown flushes batched spans within ctx.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	if t.tp == nil {
+		return nil
+	}
+	return t.tp.Shutdown(ctx)
+}
+
+type tierKey struct{}
+
+// StartTool opens a client request to a meta-tool: the root span of its
+// trace, a child of the client's own when it sent a W3C traceparent (in
+// the request's _meta). It is server.Options.Telemetry's StartTool.
+func (t *Telemetry) StartTool(ctx context.Context, tool, traceparent, tracestate string) (context.Context, func(isError bool)) {
+	start := time.Now()
+	done := t.begin()
+	ctx = remoteParent(ctx, traceparent, tracestate)
+	ctx, span := t.tracer.Start(ctx, tool, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", tool)))
+	return ctx, func(isError bool) {
+		if isError {
+			span.SetStatus(codes.Error, "tool returned isError")
+		}
+		span.End()
+		t.Metrics.MetaTool(tool, isError, time.Since(start))
+		done()
+	}
+}
+
+func (t *Telemetry) begin() func() {
+	if t.Health == nil {
+		return func() {}
+	}
+	return t.Health.Begin()
+}
+
+// Sessions moves the open-session gauge; server.Options.Telemetry's
+// Sessions.
+func (t *Telemetry) Sessions(delta int) { t.Metrics.Sessions(delta) }
+
+// EnterTier marks ctx as running call_tool_chain at tier (1, 2 or 3) and
+// opens its span; chain.Options.OnTier calls it.
+func (t *Telemetry) EnterTier(ctx context.Context, tier int) (context.Context, func()) {
+	ctx = context.WithValue(ctx, tierKey{}, tier)
+	ctx, span := t.tracer.Start(ctx, "tier "+strconv.Itoa(tier), trace.WithAttributes(attribute.Int("kiln.tier", tier)))
+	return ctx, func() { span.End() }
+}
+
+// BackendEvent counts a supervision event; dispatch.Options.OnEvent.
+func (t *Telemetry) BackendEvent(backend, event string) { t.Metrics.BackendEvent(backend, event) }
+
+// Caller wraps next (the dispatcher) so every backend call is counted,
+// timed and traced, and carries the trace context to the backend.
+func (t *Telemetry) Caller(next toolcall.Caller) toolcall.Caller {
+	return &caller{t: t, next: next}
+}
+
+type caller struct {
+	t    *Telemetry
+	next toolcall.Caller
+}
+
+func (c *caller) CallTool(ctx context.Context, backendName, tool string, args json.RawMessage) (*toolcall.Result, error) {
+	tier, _ := ctx.Value(tierKey{}).(int)
+	defer c.t.begin()()
+	start := time.Now()
+	ctx, span := c.t.tracer.Start(ctx, backendName+"."+tool, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("kiln.backend", backendName), attribute.String("gen_ai.tool.name", tool)))
+	res, err := c.next.CallTool(backend.WithPropagation(ctx, injected(ctx)), backendName, tool, args)
+	out := outcome(res, err)
+	if out != "ok" {
+		span.SetStatus(codes.Error, out)
+	}
+	span.SetAttributes(attribute.String("kiln.outcome", out))
+	span.End()
+	c.t.Metrics.ToolCall(backendName, tool, tierLabel(tier), out, time.Since(start))
+	return res, err
+}
+
+// outcome matches dispatch's kiln://calls outcomes.
+func outcome(res *toolcall.Result, err error) string {
+	switch {
+	case err != nil:
+		if c := dispatch.CodeOf(err); c != "" {
+			return string(c)
+		}
+		return string(dispatch.CodeBackend)
+	case res != nil && res.IsError:
+		return "tool_error"
+	}
+	return "ok"
+}

@@ -1,0 +1,92 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/sandbox"
+	"github.com/kilnmcp/kiln/runtime/search"
+)
+
+// Runner runs tier-3 programs; *sandbox.Sandbox (chain.Sandbox) is one.
+type Runner interface {
+	Run(ctx context.Context, code string, opts sandbox.RunOptions) (*sandbox.Outcome, error)
+}
+
+// Sandbox wraps next so every run is counted by outcome and limit.
+func (t *Telemetry) Sandbox(next Runner) Runner { return &runner{t: t, next: next} }
+
+type runner struct {
+	t    *Telemetry
+	next Runner
+}
+
+func (r *runner) Run(ctx context.Context, code string, opts sandbox.RunOptions) (*sandbox.Outcome, error) {
+	out, err := r.next.Run(ctx, code, opts)
+	cause := err
+	if err == nil && out != nil && out.IsError {
+		cause = out.Cause
+		if cause == nil {
+			cause = errors.New("")
+		}
+	}
+	o, limit := sandboxOutcome(cause)
+	r.t.Metrics.SandboxRun(o, limit)
+	return out, err
+}
+
+// sandboxOutcomes names the sandbox's sentinels; the limit column is set
+// for those that mean a limit stopped the run.
+var sandboxOutcomes = []struct {
+	err         error
+	name, limit string
+}{
+	{sandbox.ErrTimeout, "timeout", "timeout"},
+	{sandbox.ErrMemory, "memory", "memory"},
+	{sandbox.ErrStalled, "stalled", "stalled"},
+	{sandbox.ErrBusy, "busy", "busy"},
+	{sandbox.ErrCanceled, "canceled", ""},
+	{sandbox.ErrSyntax, "syntax", ""},
+	{sandbox.ErrThrown, "thrown", ""},
+	{sandbox.ErrResult, "result", ""},
+	{sandbox.ErrInternal, "internal", ""},
+}
+
+func sandboxOutcome(err error) (outcome, limit string) {
+	if err == nil {
+		return "ok", ""
+	}
+	for _, o := range sandboxOutcomes {
+		if errors.Is(err, o.err) {
+			return o.name, o.limit
+		}
+	}
+	return "error", ""
+}
+
+// Searcher ranks tools; server.Searcher, which cmd/kiln's catalog view
+// implements.
+type Searcher interface {
+	Search(query string, opts search.Options) []search.Hit
+	TryAlso(backend, query string, n int) []string
+}
+
+// Search wraps next so every search is counted and timed.
+func (t *Telemetry) Search(next Searcher) Searcher { return &searcher{t: t, next: next} }
+
+type searcher struct {
+	t    *Telemetry
+	next Searcher
+}
+
+func (s *searcher) Search(query string, opts search.Options) []search.Hit {
+	start := time.Now()
+	hits := s.next.Search(query, opts)
+	s.t.Metrics.Search(time.Since(start))
+	return hits
+}
+
+func (s *searcher) TryAlso(backend, query string, n int) []string {
+	return s.next.TryAlso(backend, query, n)
+}
