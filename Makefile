@@ -66,7 +66,7 @@ diff: peers
 	$(GO) run ./cmd/kiln-gen diff --config $(CONFIG) --manifests manifests
 
 ## test: everything CI checks (the README's test command)
-test: lint emit-check race e2e conformance semantic fuzz-short release-check
+test: lint emit-check race e2e conformance semantic fuzz-short release-check helm-check
 
 unit:
 	$(GO) test ./...
