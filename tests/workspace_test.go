@@ -292,3 +292,38 @@ func TestWorkspaceShellsDieWithKiln(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkspaceShellsEndWithTheirSession: over HTTP, a background shell
+// started by one client session is killed when that session ends (the
+// client deletes it), while kiln and other sessions go on.
+func TestWorkspaceShellsEndWithTheirSession(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\ngateway:\n  state_dir: %s\nbackends:\n  repo:\n    transport: workspace\n    root: %s\n", t.TempDir(), root)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := startHTTP(t, "--config", cfg)
+	// Sessions exist before protocol 2026-07-28 only (a stateless client's
+	// shells live until bash.max_timeout).
+	tr, err := transport.NewStreamableHTTP(url + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startMCPGo(t, mcpclient.NewClient(tr, mcpclient.WithLegacyProtocolOnly()))
+	m := fmt.Sprintf("61.%d", time.Now().UnixNano()%1000003)
+	code := fmt.Sprintf(`{"tool":"repo.Bash","arguments":{"command":"sleep %s & sleep %s","run_in_background":true}}`, m, m)
+	r, err := first.Call(t.Context(), "call_tool_chain", map[string]any{"code": code})
+	if err != nil || r.IsError || !strings.Contains(r.Text(), "bash_id") {
+		t.Fatalf("background Bash: %v %s", err, r.Text())
+	}
+	eventually(t, "the background shell's processes start", func() bool { return len(procsWith(t, "sleep "+m)) >= 2 })
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the shell ends with its session", func() bool { return len(procsWith(t, "sleep "+m)) == 0 })
+	second := newMCPGoHTTP(t, url)
+	r, err = second.Call(t.Context(), "call_tool_chain", map[string]any{"code": `{"tool":"repo.BashOutput","arguments":{"bash_id":"bash_1"}}`})
+	if err != nil || !strings.Contains(r.Text(), "the client session that started it ended") {
+		t.Errorf("BashOutput from another session: %v %s", err, r.Text())
+	}
+}

@@ -135,3 +135,12 @@ func (c *Conn) RootsChanged(ctx context.Context) error {
 	}
 	return nil
 }
+
+// requesterSession is the client session of the call in ctx, when its
+// requester names one.
+func requesterSession(ctx context.Context) string {
+	if r, ok := ctx.Value(requesterKey{}).(interface{ SessionID() string }); ok && r != nil {
+		return r.SessionID()
+	}
+	return ""
+}

@@ -59,10 +59,13 @@ type Conn struct {
 	stderr    *ring
 	proc      *exec.Cmd
 	http      *http.Client // the guarded client, whose idle connections Close drops
-	server    mcp.Implementation
-	protocol  string
-	instr     string
-	caps      mcp.ServerCapabilities
+	// sessions is told when a client session ends (a workspace kills the
+	// background shells it started); nil for other transports.
+	sessions interface{ EndSession(id string) }
+	server   mcp.Implementation
+	protocol string
+	instr    string
+	caps     mcp.ServerCapabilities
 
 	// done is closed when the session ends on its own: the process exited
 	// or the SSE stream was lost. exit says how.
@@ -115,6 +118,9 @@ func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy boo
 	t, err := newTransport(cfg, c.http, opts.Listen, c.stderr, &c.proc)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
+	}
+	if wt, ok := t.(*workspaceTransport); ok {
+		c.sessions = wt.ws
 	}
 	copts := clientOptions(opts, cfg.Name)
 	if legacy {
@@ -345,4 +351,12 @@ func DialTimeout(ctx context.Context, cfg *config.Backend, d time.Duration, opts
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	return Dial(ctx, cfg, opts)
+}
+
+// EndSession tells the backend that a client session ended, for backends
+// that keep something per session (a workspace's background shells).
+func (c *Conn) EndSession(id string) {
+	if c.sessions != nil {
+		c.sessions.EndSession(id)
+	}
 }

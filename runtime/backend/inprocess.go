@@ -78,7 +78,7 @@ func (t *workspaceTransport) SendRequest(ctx context.Context, req transport.JSON
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return errorResponse(req, mcp.INVALID_PARAMS, "tools/call params: "+err.Error()), nil
 		}
-		result = t.ws.Call(ctx, p.Name, p.Arguments)
+		result = t.ws.Call(workspace.WithSession(ctx, requesterSession(ctx)), p.Name, p.Arguments)
 	default:
 		return errorResponse(req, mcp.METHOD_NOT_FOUND, "method not found: "+req.Method), nil
 	}

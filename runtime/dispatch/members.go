@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/kilnmcp/kiln/runtime/backend"
 	"github.com/kilnmcp/kiln/runtime/config"
 )
 
@@ -125,4 +126,21 @@ func sameConnection(a, b config.Backend) bool {
 	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
 		maps.Equal(a.Env, b.Env) && a.Cwd == b.Cwd && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
 		a.Enabled == b.Enabled && a.Workspace.Equal(b.Workspace)
+}
+
+// EndSession tells every connected backend that client session id ended,
+// so what a backend keeps for it (a workspace's background shells) ends
+// with it.
+func (d *Dispatcher) EndSession(id string) {
+	d.mu.Lock()
+	var conns []*backend.Conn
+	for _, s := range d.slots {
+		if s.conn != nil {
+			conns = append(conns, s.conn)
+		}
+	}
+	d.mu.Unlock()
+	for _, c := range conns {
+		c.EndSession(id)
+	}
 }

@@ -170,8 +170,11 @@ func (s *Server) clientHooks(h *server.Hooks) {
 	})
 	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
 		s.sessions.mu.Lock()
-		defer s.sessions.mu.Unlock()
 		delete(s.sessions.all, sess.SessionID())
+		s.sessions.mu.Unlock()
+		if s.opts.SessionEnded != nil {
+			s.opts.SessionEnded(sess.SessionID())
+		}
 	})
 }
 

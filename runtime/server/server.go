@@ -78,6 +78,9 @@ type Options struct {
 	// subscriptions and log levels; nil lists the compiled ones only.
 	Passthrough Passthrough
 	Logger      *slog.Logger
+	// SessionEnded is told when a client session ends (closed, deleted or
+	// evicted); the dispatcher tells the backends. Optional.
+	SessionEnded func(id string)
 	// RootsChanged is told when a client sends
 	// notifications/roots/list_changed; the dispatcher passes it on to the
 	// backends. Optional.

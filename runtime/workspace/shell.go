@@ -62,10 +62,13 @@ func (o *outBuf) since(off int) (string, int, int) {
 // shell is one running or finished command.
 type shell struct {
 	id, command string
-	cmd         *exec.Cmd
-	out         *outBuf
-	started     time.Time
-	done        chan struct{}
+	// owner is the client session that started it ("" when none is
+	// known): EndSession kills its shells.
+	owner   string
+	cmd     *exec.Cmd
+	out     *outBuf
+	started time.Time
+	done    chan struct{}
 
 	mu     sync.Mutex
 	read   int    // BashOutput's offset into out
@@ -214,6 +217,7 @@ func bashTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		if err != nil {
 			return toolcall.Errorf("Bash could not start the command: %v", err)
 		}
+		s.owner = sessionOf(ctx)
 		w.track(s)
 		go func() {
 			// Background shells live at most max_timeout.
@@ -339,4 +343,39 @@ func cut(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+type sessionKey struct{}
+
+// WithSession records in ctx the client session a tool call comes from,
+// so a background shell it starts ends with that session.
+func WithSession(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, sessionKey{}, id)
+}
+
+func sessionOf(ctx context.Context) string {
+	id, _ := ctx.Value(sessionKey{}).(string)
+	return id
+}
+
+// EndSession kills the background shells the client session id started:
+// the client that could read or kill them is gone.
+func (w *Workspace) EndSession(id string) {
+	if id == "" {
+		return
+	}
+	w.mu.Lock()
+	var ended []*shell
+	for _, s := range w.shells {
+		if s.owner == id {
+			ended = append(ended, s)
+		}
+	}
+	w.mu.Unlock()
+	for _, s := range ended {
+		s.killFor("the client session that started it ended")
+	}
 }

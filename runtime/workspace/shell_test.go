@@ -124,3 +124,39 @@ func TestBackgroundShells(t *testing.T) {
 	}
 	f.expectErr("Bash", map[string]any{"command": "true"}, "shutting down")
 }
+
+// A background shell ends with the client session that started it; other
+// sessions' shells keep running.
+func TestBackgroundShellsEndWithTheirSession(t *testing.T) {
+	f := newFixture(t, nil)
+	mine, theirs := marker(), marker()
+	start := func(session, m string) {
+		t.Helper()
+		ctx := WithSession(t.Context(), session)
+		if text, isErr := f.callCtx(ctx, "Bash", map[string]any{"command": spawnTree(m), "run_in_background": true}); isErr {
+			t.Fatalf("Bash background: %s", text)
+		}
+		for len(procsWith(t, "sleep "+m)) < 4 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	start("session-a", mine)
+	start("session-b", theirs)
+	f.w.EndSession("session-a")
+	// Wait for the killed processes to be reaped (a zombie still has its
+	// cmdline until then).
+	deadline := time.Now().Add(5 * time.Second)
+	for len(procsWith(t, "sleep "+mine)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if left := procsWith(t, "sleep "+mine); len(left) > 0 {
+		t.Fatalf("the ended session's shell outlived it: %v", left)
+	}
+	if len(procsWith(t, "sleep "+theirs)) == 0 {
+		t.Fatal("another session's shell was killed too")
+	}
+	out := f.expectOK("BashOutput", map[string]any{"bash_id": "bash_1"})
+	if !strings.Contains(out, "the client session that started it ended") {
+		t.Errorf("BashOutput of the ended session's shell = %q", out)
+	}
+}

@@ -222,6 +222,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Bare:         cat.Bare,
 		Logger:       log,
 		RootsChanged: func(ctx context.Context) { disp.RootsChanged(ctx) },
+		SessionEnded: disp.EndSession,
 		Telemetry:    op.tel,
 		Chain: chain.New(chain.Options{
 			Caller:   caller,
