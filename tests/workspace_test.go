@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -325,5 +326,37 @@ func TestWorkspaceShellsEndWithTheirSession(t *testing.T) {
 	r, err = second.Call(t.Context(), "call_tool_chain", map[string]any{"code": `{"tool":"repo.BashOutput","arguments":{"bash_id":"bash_1"}}`})
 	if err != nil || !strings.Contains(r.Text(), "the client session that started it ended") {
 		t.Errorf("BashOutput from another session: %v %s", err, r.Text())
+	}
+}
+
+// TestWorkspaceDirectExposure: in direct exposure the workspace tools are
+// listed and called under their exposed names.
+func TestWorkspaceDirectExposure(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\ngateway:\n  state_dir: %s\n  expose: direct\nbackends:\n  repo:\n    transport: workspace\n    root: %s\n", t.TempDir(), root)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newMCPGoStdio(t, "--config", cfg)
+	var tools []string
+	eventually(t, "the workspace tools are listed", func() bool {
+		var err error
+		tools, err = s.ListTools(t.Context())
+		return err == nil && slices.Contains(tools, "repo__Read")
+	})
+	for _, want := range []string{"repo__Write", "repo__Edit", "repo__Glob", "repo__Grep", "repo__Bash"} {
+		if !slices.Contains(tools, want) {
+			t.Errorf("direct tools lack %s: %v", want, tools)
+		}
+	}
+	if r, err := s.Call(t.Context(), "repo__Write", map[string]any{"file_path": "hello.txt", "content": "hi from direct\n"}); err != nil || r.IsError {
+		t.Fatalf("repo__Write: %v %s", err, r.Text())
+	}
+	r, err := s.Call(t.Context(), "repo__Read", map[string]any{"file_path": "hello.txt"})
+	if err != nil || r.IsError || !strings.Contains(r.Text(), "hi from direct") {
+		t.Fatalf("repo__Read: %v %s", err, r.Text())
+	}
+	if r, _ := s.Call(t.Context(), "repo__Read", map[string]any{"file_path": "../outside.txt"}); !r.IsError {
+		t.Errorf("repo__Read outside the root: %s", r.Text())
 	}
 }
