@@ -31,7 +31,7 @@ mkdir -p "$out"
 (cd "$repo" && go build -o "$out/kiln-client" ./tests/conformance/client)
 gosdk=
 if [[ ${KILN_CONFORMANCE_GOSDK:-1} != 0 ]]; then
-	"$here/build-client.sh" "$out/gosdk-client" && gosdk=$out/gosdk-client
+	"$here/build-gosdk.sh" everything-client "$out/gosdk-client" && gosdk=$out/gosdk-client
 fi
 
 # scenario_results FILE prints "scenario PASS|FAIL" per scenario from the

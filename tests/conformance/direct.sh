@@ -67,7 +67,7 @@ wait_tools() {
 compare_direct() {
 	server_bin=$out/everything-server
 	echo "== building the go-sdk conformance everything-server"
-	if ! "$here/build-server.sh" "$server_bin"; then
+	if ! "$here/build-gosdk.sh" everything-server "$server_bin"; then
 		failed+=("direct-build")
 		return 1
 	fi

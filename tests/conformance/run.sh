@@ -13,7 +13,7 @@
 # .cache/conformance) for inspection.
 #
 # Then, per revision, the go-sdk's conformance everything-server (built by
-# build-server.sh at go.mod's go-sdk version) is tested twice: directly over
+# build-gosdk.sh at go.mod's go-sdk version) is tested twice: directly over
 # HTTP, and as a bare stdio backend behind kiln in direct mode
 # (direct.yaml). compare.mjs prints a table of both and the scenarios kiln
 # loses; they fail the run only with KILN_CONFORMANCE_DIRECT_STRICT=1, until
