@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -280,38 +279,6 @@ backends:
 	return path
 }
 
-// startFaultHTTPServer runs the fault server on streamable HTTP (stateful,
-// so kiln talks to it with the 2025-11-25 handshake) and returns its URL.
-func startFaultHTTPServer(t *testing.T) string {
-	t.Helper()
-	cmd := exec.Command(faultBin(t), "--http", "127.0.0.1:0", "--state-dir", t.TempDir())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	url := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				url <- m[1]
-			}
-		}
-	}()
-	select {
-	case u := <-url:
-		return u
-	case <-t.Context().Done():
-		t.Fatal("fault server did not listen")
-	}
-	return ""
-}
-
 func register(t *testing.T, c *mcpclient.Client, tpl map[string]any) {
 	t.Helper()
 	res, err := c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "register_manual", Arguments: map[string]any{"manual_call_template": tpl}}})
@@ -525,9 +492,9 @@ var (
 	confErr  error
 )
 
-// conformanceServer builds the go-sdk conformance everything-server
-// (v1.8.0, the version in go.mod) once, in a scratch module: a plain go
-// build of the package from this module misses go.sum entries.
+// conformanceServer builds the go-sdk conformance everything-server once,
+// with tests/conformance/build-gosdk.sh (the go-sdk version in go.mod, in a
+// scratch module: its package needs go.sum entries this module lacks).
 func conformanceServer(t *testing.T) string {
 	t.Helper()
 	confOnce.Do(func() {
@@ -536,19 +503,11 @@ func conformanceServer(t *testing.T) string {
 			confErr = err
 			return
 		}
-		for _, args := range [][]string{
-			{"mod", "init", "scratch"},
-			{"get", "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0"},
-			{"build", "-o", "everything-server", "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
-		} {
-			cmd := exec.Command("go", args...)
-			cmd.Dir = dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				confErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-				return
-			}
-		}
 		confPath = filepath.Join(dir, "everything-server")
+		cmd := exec.Command(filepath.Join(repoRoot(t), "tests/conformance/build-gosdk.sh"), "everything-server", confPath)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			confErr = fmt.Errorf("build the go-sdk conformance server: %v\n%s", err, out)
+		}
 	})
 	if confErr != nil {
 		t.Fatal(confErr)

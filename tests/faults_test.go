@@ -583,34 +583,10 @@ func zombie(pid int) bool {
 // timeout aborts the backend's request.
 func TestFaultHTTPBackend(t *testing.T) {
 	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	// Stateful on purpose: go-sdk v1.8.0 then answers server/discover with
 	// 2026-07-28 but refuses requests at that version; kiln must notice and
 	// connect with the initialize handshake instead.
-	srv := exec.CommandContext(ctx, faultBin(t), "--http", "127.0.0.1:0", "--state-dir", dir)
-	// Dies with the test binary even when a timeout panic skips cleanup.
-	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, _ := srv.StderrPipe()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); srv.Wait() })
-	url := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				url <- m[1]
-			}
-		}
-	}()
-	var u string
-	select {
-	case u = <-url:
-	case <-time.After(20 * time.Second):
-		t.Fatal("fault server did not listen")
-	}
+	u := startFaultHTTPServer(t, "--state-dir", dir)
 	k := startFaultKiln(t, "")
 	tpl, _ := json.Marshal(map[string]any{"name": "web", "transport": "http", "url": u, "timeout": "1s"})
 	var m map[string]any
@@ -626,4 +602,43 @@ func TestFaultHTTPBackend(t *testing.T) {
 		t.Fatalf("hang over http behind 1s: %s", r.Text())
 	}
 	eventually(t, "the aborted request canceled the handler", func() bool { return strings.Contains(events(dir), "cancelled hang") })
+}
+
+// startFaultHTTPServer runs the fault server on streamable HTTP on a
+// loopback port with flags (default: stateful, a fresh state folder) and
+// returns its URL. It dies with the test binary even when a timeout panic
+// skips cleanup.
+func startFaultHTTPServer(t *testing.T, flags ...string) string {
+	t.Helper()
+	if len(flags) == 0 {
+		flags = []string{"--state-dir", t.TempDir()}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := exec.CommandContext(ctx, faultBin(t), append([]string{"--http", "127.0.0.1:0"}, flags...)...)
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = srv.Wait() })
+	urls := make(chan string, 1)
+	go func() {
+		listening := regexp.MustCompile(`listening on (http://\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				urls <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-urls:
+		return u
+	case <-time.After(20 * time.Second):
+		t.Fatal("fault server did not listen")
+	}
+	return ""
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -163,36 +162,6 @@ func (k *ssrfKiln) backends() string {
 	return strings.Join(out, "\n")
 }
 
-// startFaultHTTP runs the fault server over streamable HTTP on loopback
-// and returns its /mcp URL.
-func startFaultHTTP(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := exec.CommandContext(ctx, faultBin(t), "--http", "127.0.0.1:0", "--state-dir", t.TempDir())
-	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, _ := srv.StderrPipe()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); _ = srv.Wait() })
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
-	select {
-	case u := <-urls:
-		return u
-	case <-time.After(20 * time.Second):
-		t.Fatal("fault server did not listen")
-	}
-	return ""
-}
-
 // closedPort returns a loopback address nothing listens on.
 func closedPort(t *testing.T) string {
 	t.Helper()
@@ -257,7 +226,7 @@ func expectRefused(t *testing.T, k *ssrfKiln, targets []struct {
 // redirect. Every one is refused with the same words and nothing is
 // registered; allow_hosts admits exactly what it names, never kiln itself.
 func TestHostileRegisterManualSSRF(t *testing.T) {
-	fault := startFaultHTTP(t)
+	fault := startFaultHTTPServer(t)
 	faultPort := portOf(t, fault)
 	closed := closedPort(t)
 	var redirectTo atomic.Value

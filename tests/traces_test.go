@@ -3,10 +3,8 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -15,13 +13,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -99,29 +93,9 @@ type seen struct {
 // reverse proxy that records the trace context of each tools/call.
 func startTracedBackend(t *testing.T) (string, func() []seen) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := exec.CommandContext(ctx, faultBin(t), "--http", "127.0.0.1:0", "--stateless")
-	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stderr, _ := srv.StderrPipe()
-	if err := srv.Start(); err != nil {
+	target, err := url.Parse(startFaultHTTPServer(t, "--stateless"))
+	if err != nil {
 		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); srv.Wait() })
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-				urls <- m[1]
-			}
-		}
-	}()
-	var target *url.URL
-	select {
-	case u := <-urls:
-		target, _ = url.Parse(u)
-	case <-time.After(20 * time.Second):
-		t.Fatal("fault server did not listen")
 	}
 	var mu sync.Mutex
 	var calls []seen
