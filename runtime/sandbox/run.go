@@ -34,6 +34,8 @@ type run struct {
 	inJS  atomic.Bool
 	rt    *goja.Runtime
 	calls atomic.Int32
+	// refused counts calls turned away by MaxCalls (Outcome.Refused).
+	refused atomic.Int32
 
 	mu       sync.Mutex // guards logs for abandoned()
 	logs     []string
@@ -178,6 +180,7 @@ func (r *run) nativeCall(fc goja.FunctionCall) goja.Value {
 	site := r.callSite()
 	if n := int(r.calls.Add(1)); n > r.sb.lim.MaxCalls {
 		r.calls.Add(-1)
+		r.refused.Add(1)
 		e := r.newError(fmt.Sprintf("%s.%s was not called: this run already made %d tool calls, the limit per run. "+
 			"Batch the work (one call taking a list, if the tool has one) or split it across call_tool_chain requests", backend, tool, r.sb.lim.MaxCalls))
 		r.setStack(e, site)

@@ -144,6 +144,10 @@ type Outcome struct {
 	Logs []string
 	// Calls counts backend tool calls started.
 	Calls int
+	// Refused counts tool calls refused because the run had made MaxCalls
+	// already; the script may have caught the error and gone on, so this is
+	// the only trace the limit leaves for metrics.
+	Refused int
 	// IsError reports a failed run; Error says what went wrong for a model:
 	// message, the script's stack in its own line numbers, and a hint.
 	IsError bool

@@ -33,6 +33,11 @@ func (r *runner) Run(ctx context.Context, code string, opts sandbox.RunOptions) 
 	}
 	o, limit := sandboxOutcome(cause)
 	r.t.Metrics.SandboxRun(o, limit)
+	if out != nil && out.Refused > 0 {
+		// max_calls turns calls away without ending the run: count it
+		// as a hit of its own even when the script caught the error.
+		r.t.Metrics.LimitHit("max_calls")
+	}
 	return out, err
 }
 
