@@ -212,6 +212,11 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 				err = nil
 			}
 		}()
+		if t := s.opts.Telemetry; t != nil {
+			var end func(bool)
+			ctx, end = t.StartDirect(ctx, name, metaString(req, "traceparent"), metaString(req, "tracestate"))
+			defer func() { end(res == nil || res.IsError) }()
+		}
 		// serveCall carries progress, logs and the backend's questions to
 		// this client, as for call_tool_chain (2026-07-28 rounds included).
 		out, ask := s.serveCall(ctx, req, req.Params.RawArguments, func(ctx context.Context, args json.RawMessage) *toolcall.Result {

@@ -90,11 +90,13 @@ type Options struct {
 	Telemetry Telemetry
 }
 
-// Telemetry is told of each meta-tool call and each session. StartTool
-// gets the W3C trace context the client sent in _meta, returns the context
-// the call runs in, and end is called once with the outcome.
+// Telemetry is told of each tool call and each session. StartTool (a
+// meta-tool) and StartDirect (a backend tool exposed by name) get the W3C
+// trace context the client sent in _meta, return the context the call runs
+// in, and end is called once with the outcome.
 type Telemetry interface {
 	StartTool(ctx context.Context, tool, traceparent, tracestate string) (_ context.Context, end func(isError bool))
+	StartDirect(ctx context.Context, tool, traceparent, tracestate string) (_ context.Context, end func(isError bool))
 	Sessions(delta int)
 }
 
