@@ -158,11 +158,11 @@ $(TOOLS)/syft-$(SYFT_VERSION):
 	GOBIN=$(TOOLS) $(GO) install github.com/anchore/syft/cmd/syft@$(SYFT_VERSION)
 	mv $(TOOLS)/syft $@
 
-## release-snapshot: the release archives and their SBOMs in dist/, offline
-## (the ko image is skipped: a snapshot would load it into a Docker daemon)
+## release-snapshot: the release archives, their SBOMs and the OCI images
+## (dist/*.oci.tar, written by deploy/image) in dist/, offline
 release-snapshot: $(TOOLS)/goreleaser-$(GORELEASER_VERSION) $(TOOLS)/syft-$(SYFT_VERSION)
 	mkdir -p $(TOOLS)/sbom && ln -sf ../syft-$(SYFT_VERSION) $(TOOLS)/sbom/syft
-	PATH=$(TOOLS)/sbom:$$PATH SYFT_CHECK_FOR_APP_UPDATE=false $< release --snapshot --clean --skip=ko,publish
+	PATH=$(TOOLS)/sbom:$$PATH SYFT_CHECK_FOR_APP_UPDATE=false $< release --snapshot --clean --skip=publish
 
 $(TOOLS)/helm-$(HELM_VERSION):
 	GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
