@@ -92,8 +92,11 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 		default:
 			s.cfg.Timeout, s.cfg.QueueWait = b.Timeout, b.QueueWait
 			if b.MaxConcurrent != cap(s.sem) {
-				// Calls in flight release into the old semaphore.
+				// Calls in flight release into the old semaphore; calls
+				// queued on it move to the new one.
 				s.sem = make(chan struct{}, max(b.MaxConcurrent, 1))
+				close(s.resized)
+				s.resized = make(chan struct{})
 			}
 			s.cfg.MaxConcurrent = b.MaxConcurrent
 		}

@@ -44,7 +44,11 @@ type slot struct {
 	failures int // probes failed in a row
 	lastOK   time.Time
 	sem      chan struct{}
+	// resized is closed and replaced when a reload swaps sem, so calls
+	// queued on the old limit try the new one.
+	resized  chan struct{}
 	inFlight int
+	queued   int
 	calls    int64
 	errs     int64
 	gaveUp   bool
@@ -60,7 +64,7 @@ type slot struct {
 
 func (d *Dispatcher) newSlot(b config.Backend, dynamic bool) *slot {
 	s := &slot{d: d, dynamic: dynamic, cfg: b, state: StateStarting, since: time.Now(),
-		ready: make(chan struct{}), exited: make(chan struct{}), changed: make(chan struct{}), sem: make(chan struct{}, max(b.MaxConcurrent, 1))}
+		ready: make(chan struct{}), exited: make(chan struct{}), changed: make(chan struct{}), sem: make(chan struct{}, max(b.MaxConcurrent, 1)), resized: make(chan struct{})}
 	if !b.Enabled {
 		s.state = StateDisabled
 		close(s.ready)
@@ -303,9 +307,9 @@ func (s *slot) signalLocked() {
 // lim.queueWait.
 func (s *slot) acquire(ctx context.Context, lim limits, tool string) (release func(), err error) {
 	s.d.mu.Lock()
-	sem := s.sem
+	sem, resized := s.sem, s.resized
 	s.d.mu.Unlock()
-	take := func() func() {
+	take := func(sem chan struct{}) func() {
 		s.d.mu.Lock()
 		s.inFlight++
 		s.calls++
@@ -319,20 +323,36 @@ func (s *slot) acquire(ctx context.Context, lim limits, tool string) (release fu
 	}
 	select {
 	case sem <- struct{}{}:
-		return take(), nil
+		return take(sem), nil
 	default:
 	}
 	timer := time.NewTimer(lim.queueWait)
 	defer timer.Stop()
-	select {
-	case sem <- struct{}{}:
-		return take(), nil
-	case <-ctx.Done():
-		return nil, &Error{Code: CodeCanceled, Backend: s.cfg.Name, Tool: tool, Err: ctx.Err(),
-			Message: fmt.Sprintf("%s.%s was canceled while waiting for a free slot on backend %q", s.cfg.Name, tool, s.cfg.Name)}
-	case <-timer.C:
-		return nil, &Error{Code: CodeBusy, Backend: s.cfg.Name, Tool: tool,
-			Message: fmt.Sprintf("backend %q is busy: all %d of its call slots (max_concurrent) are in use and none freed within %s; retry shortly, run fewer calls at once, or raise backends.%s.max_concurrent",
-				s.cfg.Name, cap(sem), lim.queueWait, s.cfg.Name)}
+	s.d.mu.Lock()
+	s.queued++
+	s.d.mu.Unlock()
+	defer func() {
+		s.d.mu.Lock()
+		s.queued--
+		s.d.mu.Unlock()
+	}()
+	for {
+		select {
+		case sem <- struct{}{}:
+			return take(sem), nil
+		case <-resized:
+			// A reload changed max_concurrent: queue on the new limit,
+			// within the same wait.
+			s.d.mu.Lock()
+			sem, resized = s.sem, s.resized
+			s.d.mu.Unlock()
+		case <-ctx.Done():
+			return nil, &Error{Code: CodeCanceled, Backend: s.cfg.Name, Tool: tool, Err: ctx.Err(),
+				Message: fmt.Sprintf("%s.%s was canceled while waiting for a free slot on backend %q", s.cfg.Name, tool, s.cfg.Name)}
+		case <-timer.C:
+			return nil, &Error{Code: CodeBusy, Backend: s.cfg.Name, Tool: tool,
+				Message: fmt.Sprintf("backend %q is busy: all %d of its call slots (max_concurrent) are in use and none freed within %s; retry shortly, run fewer calls at once, or raise backends.%s.max_concurrent",
+					s.cfg.Name, cap(sem), lim.queueWait, s.cfg.Name)}
+		}
 	}
 }

@@ -37,6 +37,7 @@ type backendView struct {
 	Calls           int64      `json:"calls"`
 	Errors          int64      `json:"errors"`
 	InFlight        int        `json:"in_flight,omitempty"`
+	Queued          int        `json:"queued,omitempty"`
 	MaxConcurrent   int        `json:"max_concurrent,omitempty"`
 	Timeout         string     `json:"timeout,omitempty"`
 	Drift           *driftView `json:"drift,omitempty"`
@@ -76,7 +77,7 @@ func (s *Server) backends() []backendView {
 		v.ProtocolVersion, v.Error = st.ProtocolVersion, st.Error
 		v.Restarts, v.GaveUp, v.NextRetry = st.Restarts, st.GaveUp, stamp(st.NextRetry)
 		v.ProbeFailures, v.LastHealthy = st.ProbeFailures, stamp(st.LastHealthy)
-		v.Calls, v.Errors, v.InFlight, v.MaxConcurrent = st.Calls, st.Errors, st.InFlight, st.MaxConcurrent
+		v.Calls, v.Errors, v.InFlight, v.Queued, v.MaxConcurrent = st.Calls, st.Errors, st.InFlight, st.Queued, st.MaxConcurrent
 		if st.Timeout > 0 {
 			v.Timeout = st.Timeout.String()
 		}
