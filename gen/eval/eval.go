@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kilnmcp/kiln/runtime/search"
@@ -90,6 +91,9 @@ func Run(ctx context.Context, toolsPath, queriesPath string, opts Options) (*Rep
 			row.Name += " (search_tools with steps)"
 		}
 		rep.Rows = append(rep.Rows, row)
+	}
+	if !slices.ContainsFunc(qs, func(q Query) bool { return len(q.Steps) > 0 }) {
+		rep.Notes = append(rep.Notes, "No query carries steps: the steps rows rank as the task alone.")
 	}
 	if opts.Semantic != nil {
 		rows, err := semanticRows(ctx, ix, docs, qs, opts.Semantic)
