@@ -63,3 +63,24 @@ func TestSearchSteps(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkSearchSteps: what a task with three steps costs against the
+// task alone (one search per step, then the merge).
+func BenchmarkSearchSteps(b *testing.B) {
+	ix := Build(benchDocs(b, 5000))
+	steps := []string{"read an excel spreadsheet", "plot a bar chart", "save an image file"}
+	for _, tc := range []struct {
+		name  string
+		steps []string
+		merge Merge
+	}{{"task", nil, MergeInterleave}, {"task+3steps/interleave", steps, MergeInterleave}, {"task+3steps/rrf", steps, MergeRRF}} {
+		b.Run("tools=5000/"+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if len(SearchSteps(ix.Search, benchQueries["task"], tc.steps, tc.merge, Options{})) == 0 {
+					b.Fatal("no hits")
+				}
+			}
+		})
+	}
+}
