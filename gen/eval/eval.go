@@ -16,11 +16,6 @@ type Options struct {
 	// Ablation also measures each step of the ablation ladder, from the
 	// README's plain-BM25 baseline to the shipped configuration.
 	Ablation bool
-	// Steps adds a row, when the queries carry steps, where each query's
-	// annotated sub-steps are searched too and fused with the task
-	// (search.SearchMany): what an agent that searches once per step gets.
-	// Steps are queries, never labels.
-	Steps bool
 	// Semantic, when set, adds the embedding ranking alone and fused with
 	// the shipped lexical index (RRF), as a SEMANTIC=1 kiln ranks.
 	Semantic *SemanticOptions
@@ -45,8 +40,11 @@ type Report struct {
 }
 
 // Run evaluates search over the bench files. Rows are the ablation ladder
-// (with Options.Ablation), then the shipped configuration, then that with
-// steps fused (Options.Steps). Every index is evaluated after a
+// (with Options.Ablation), then the shipped configuration (search_tools
+// given only the task), then that given each query's annotated sub-steps
+// too (search_tools' steps argument), interleaved and fused. Steps are
+// queries, never labels; a query without steps ranks as with the task
+// alone. Every index is evaluated after a
 // MarshalBinary/Load round trip, as the gateway serves it.
 func Run(ctx context.Context, toolsPath, queriesPath string, opts Options) (*Report, error) {
 	docs, err := LoadTools(toolsPath)
@@ -76,15 +74,26 @@ func Run(ctx context.Context, toolsPath, queriesPath string, opts Options) (*Rep
 		row.Name = st.Name
 		rep.Rows = append(rep.Rows, row)
 	}
-	if opts.Steps && slices.ContainsFunc(qs, func(q Query) bool { return len(q.Steps) > 0 }) {
+	// search_tools with the agent's steps; without steps it is the row
+	// above, which is what a dataset without steps shows.
+	for _, m := range []struct {
+		name  string
+		merge search.Merge
+	}{{"task + steps interleaved", search.MergeInterleave}, {"task + steps fused (RRF)", search.MergeRRF}} {
 		row, err := evaluate(ctx, qs, func(q *Query) []search.Hit {
-			return ix.SearchMany(append([]string{q.Query}, q.Steps...), search.Options{Limit: 10})
+			return search.SearchSteps(ix.Search, q.Query, q.Steps, m.merge, search.Options{Limit: 10})
 		})
 		if err != nil {
 			return nil, err
 		}
-		row.Name = final.Name + ", task + steps fused"
+		row.Name = final.Name + ", " + m.name
+		if m.merge == search.DefaultMerge {
+			row.Name += " (search_tools with steps)"
+		}
 		rep.Rows = append(rep.Rows, row)
+	}
+	if !slices.ContainsFunc(qs, func(q Query) bool { return len(q.Steps) > 0 }) {
+		rep.Notes = append(rep.Notes, "No query carries steps: the steps rows rank as the task alone.")
 	}
 	if opts.Semantic != nil {
 		rows, err := semanticRows(ctx, ix, docs, qs, opts.Semantic)

@@ -48,11 +48,11 @@ func TestScore(t *testing.T) {
 func TestRunMini(t *testing.T) {
 	dir := filepath.Join("testdata", "mini")
 	tools, queries := filepath.Join(dir, "tools.jsonl"), filepath.Join(dir, "queries.jsonl")
-	rep, err := Run(t.Context(), tools, queries, Options{Steps: true})
+	rep, err := Run(t.Context(), tools, queries, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Tools != 7 || rep.Queries != 6 || len(rep.Rows) != 2 {
+	if rep.Tools != 7 || rep.Queries != 6 || len(rep.Rows) != 3 {
 		t.Fatalf("report %+v", rep)
 	}
 	row := rep.Rows[0]
@@ -162,7 +162,8 @@ func TestBaselines(t *testing.T) {
 
 // TestShipped guards the shipped ranker against regressions on both
 // benchmarks: it must keep beating the README's best baseline by a clear
-// margin.
+// margin, and search with steps must help where there are steps and
+// change nothing where there are none.
 func TestShipped(t *testing.T) {
 	floor := map[string]float64{"livemcpbench": 0.34, "toolbench": 0.69}
 	for name, min := range floor {
@@ -174,6 +175,23 @@ func TestShipped(t *testing.T) {
 			}
 			if got := rep.Rows[0].NDCG5; got < min {
 				t.Errorf("nDCG@5 = %.3f, want at least %.2f", got, min)
+			}
+			// search_tools with steps: LiveMCPBench's annotated steps lift
+			// it well clear of the task alone; ToolBench has no steps, so
+			// it must rank exactly as the task alone.
+			steps := rep.Rows[1]
+			if !strings.Contains(steps.Name, "search_tools with steps") {
+				t.Fatalf("row 1 is %q, want the steps row", steps.Name)
+			}
+			switch name {
+			case "livemcpbench":
+				if steps.NDCG5 < rep.Rows[0].NDCG5+0.15 {
+					t.Errorf("with steps nDCG@5 = %.3f, want at least 0.15 above the task alone (%.3f)", steps.NDCG5, rep.Rows[0].NDCG5)
+				}
+			case "toolbench":
+				if steps.Scores != rep.Rows[0].Scores {
+					t.Errorf("no steps, yet the steps row differs: %+v vs %+v", steps.Scores, rep.Rows[0].Scores)
+				}
 			}
 		})
 	}

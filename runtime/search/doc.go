@@ -23,6 +23,9 @@
 // caller's usage boost (Options.Boost, see Usage) multiplies scores within
 // a tier.
 //
+// SearchSteps searches a multi-step task's steps and the task and
+// interleaves the rankings, so every step's best tool comes early.
+//
 // TryAlso offers words for a follow-up query: each backend's most
 // distinctive terms (field weight times idf), ranked once when the backend
 // is indexed, so a call only drops the words the query already has.

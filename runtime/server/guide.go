@@ -67,6 +67,7 @@ func (s *Server) overview() string {
 ## Using the meta-tools
 
 1. search_tools {"task_description": "what you want to do"}: the best matching tools, each with a call example.
+   For a task of several steps add "steps": ["first step", "second step"]: the best tools for every step come first.
 2. tool_info {"tool_name": "backend.tool"}: its parameters; detail "full" gives the exact input schema.
 3. call_tool_chain {"code": "..."}: runs tools. code is a JSON call {"tool": "backend.tool", "arguments": {...}}
    or TypeScript (several calls, loops, Promise.all). Pass intent to keep only what you need from a large output.

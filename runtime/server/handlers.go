@@ -28,9 +28,10 @@ func jsonResult(v any) *toolcall.Result {
 }
 
 type searchArgs struct {
-	TaskDescription string `json:"task_description"`
-	Limit           *int   `json:"limit"`
-	Brief           *bool  `json:"brief"`
+	TaskDescription string   `json:"task_description"`
+	Steps           []string `json:"steps"`
+	Limit           *int     `json:"limit"`
+	Brief           *bool    `json:"brief"`
 }
 
 type searchResult struct {
@@ -61,7 +62,8 @@ func (s *Server) searchTools(_ context.Context, raw json.RawMessage) *toolcall.R
 		limit = min(*a.Limit, maxSearchLimit)
 	}
 	brief := a.Brief == nil || *a.Brief
-	hits := s.opts.Search.Search(a.TaskDescription, search.Options{Limit: limit, Boost: s.opts.Boost})
+	hits := search.SearchSteps(s.opts.Search.Search, a.TaskDescription, a.Steps, search.DefaultMerge,
+		search.Options{Limit: limit, Boost: s.opts.Boost})
 	if brief {
 		return s.briefAnswer(a.TaskDescription, hits)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +169,14 @@ func TestEveryFieldChangesBehaviour(t *testing.T) {
 		{"search limit out of range", "search_tools", map[string]any{"task_description": "x", "limit": 0}, true,
 			[]string{"/limit", "minimum"}, nil},
 		{"search missing task", "search_tools", map[string]any{}, true, []string{"task_description"}, nil},
+		// Without steps, "filler tool" at limit 2 is two filler tools; the
+		// step brings its own best tool in first.
+		{"search steps", "search_tools", map[string]any{"task_description": "filler tool", "limit": 2, "steps": []string{"add two numbers"}}, false,
+			[]string{`{"results":[{"tool":"everything.get-sum"`, "everything.filler"}, nil},
+		{"search too many steps", "search_tools", map[string]any{"task_description": "x", "steps": slices.Repeat([]string{"a"}, 11)}, true,
+			[]string{"/steps", "maxItems"}, nil},
+		{"search empty step", "search_tools", map[string]any{"task_description": "x", "steps": []string{""}}, true,
+			[]string{"/steps/0", "minLength"}, nil},
 		{"list page_size", "list_tools_meta", map[string]any{"page_size": 2}, false,
 			[]string{`"total": 15`, "next_cursor", "everything.big"}, []string{"everything.fillerb"}},
 		{"list bad cursor", "list_tools_meta", map[string]any{"cursor": "nope"}, true, []string{"invalid cursor"}, nil},
