@@ -57,6 +57,11 @@ func (e *daemonEnv) cmd(args ...string) *exec.Cmd {
 // client starts an mcp-go stdio client on `kiln connect`.
 func (e *daemonEnv) client(args ...string) session {
 	e.t.Helper()
+	return &mcpgoSession{e.clientWith(nil, args...)}
+}
+
+func (e *daemonEnv) clientWith(opts []mcpclient.ClientOption, args ...string) *mcpclient.Client {
+	e.t.Helper()
 	argv := append([]string{"connect", "--config", e.cfg}, args...)
 	tr := transport.NewStdioWithOptions(e.bin, nil, argv,
 		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
@@ -64,7 +69,9 @@ func (e *daemonEnv) client(args ...string) session {
 			cmd.Stderr = testWriter{e.t, "kiln connect"}
 			return cmd, nil
 		}))
-	return startMCPGo(e.t, mcpclient.NewClient(tr))
+	c := mcpclient.NewClient(tr, opts...)
+	startMCPGo(e.t, c)
+	return c
 }
 
 var statusRE = regexp.MustCompile(`kiln daemon pid (\d+) serves .*: (\d+) client sessions open\nsocket (\S+)`)
@@ -325,5 +332,26 @@ func TestDaemonOtherBuild(t *testing.T) {
 	pid2, socket2 := other.status()
 	if pid2 == 0 || pid2 == pid || socket2 == socket {
 		t.Errorf("the other build relays to pid %d at %s; this build's daemon is pid %d at %s", pid2, socket2, pid, socket)
+	}
+}
+
+// TestDaemonSamplingReachesItsClient: each connection is a client session
+// of its own, so a backend's sampling request during a call reaches the
+// client that made the call (2025-11-25, where kiln sends the request on
+// the connection), not another client of the same daemon.
+func TestDaemonSamplingReachesItsClient(t *testing.T) {
+	e := newDaemonEnv(t)
+	e.cfg = askConfig(t)
+	clients := map[string]*mcpclient.Client{}
+	for _, name := range []string{"ada", "bob"} {
+		a := &asker{name: name}
+		clients[name] = e.clientWith([]mcpclient.ClientOption{mcpclient.WithSamplingHandler(a), mcpclient.WithLegacyProtocolOnly()})
+	}
+	code := `{"tool": "everything.trigger-sampling-request", "arguments": {"prompt": "hi"}}`
+	for _, name := range []string{"ada", "bob", "ada"} {
+		r := callReady(t, &mcpgoSession{clients[name]}, "call_tool_chain", map[string]any{"code": code})
+		if !strings.Contains(r.Text(), "sampled by "+name) {
+			t.Errorf("%s's sampling call got %q, want its own answer", name, r.Text())
+		}
 	}
 }
