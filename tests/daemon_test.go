@@ -355,3 +355,36 @@ func TestDaemonSamplingReachesItsClient(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonShellsEndWithTheirSession: a background shell started through
+// one kiln connect ends when that client closes stdin, while the daemon
+// and its other clients go on.
+func TestDaemonShellsEndWithTheirSession(t *testing.T) {
+	e := newDaemonEnv(t)
+	root := t.TempDir()
+	e.cfg = filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(e.cfg, []byte(fmt.Sprintf("version: 1\ngateway:\n  state_dir: %s\nbackends:\n  repo:\n    transport: workspace\n    root: %s\n", t.TempDir(), root)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := e.client()
+	first := e.client()
+	m := fmt.Sprintf("62.%d", time.Now().UnixNano()%1000003)
+	code := fmt.Sprintf(`{"tool":"repo.Bash","arguments":{"command":"sleep %s & sleep %s","run_in_background":true}}`, m, m)
+	r, err := first.Call(t.Context(), "call_tool_chain", map[string]any{"code": code})
+	if err != nil || r.IsError || !strings.Contains(r.Text(), "bash_id") {
+		t.Fatalf("background Bash: %v %s", err, r.Text())
+	}
+	eventually(t, "the background shell's processes start", func() bool { return len(procsWith(t, "sleep "+m)) >= 2 })
+	pid, _ := e.status()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the shell ends with its session", func() bool { return len(procsWith(t, "sleep "+m)) == 0 })
+	r, err = other.Call(t.Context(), "call_tool_chain", map[string]any{"code": `{"tool":"repo.BashOutput","arguments":{"bash_id":"bash_1"}}`})
+	if err != nil || !strings.Contains(r.Text(), "the client session that started it ended") {
+		t.Errorf("BashOutput from the other client: %v %s", err, r.Text())
+	}
+	if p, _ := e.status(); p != pid {
+		t.Errorf("daemon pid %d after one client left, want %d still serving", p, pid)
+	}
+}
