@@ -345,7 +345,9 @@ func TestDaemonSamplingReachesItsClient(t *testing.T) {
 	clients := map[string]*mcpclient.Client{}
 	for _, name := range []string{"ada", "bob"} {
 		a := &asker{name: name}
-		clients[name] = e.clientWith([]mcpclient.ClientOption{mcpclient.WithSamplingHandler(a), mcpclient.WithLegacyProtocolOnly()})
+		//lint:ignore SA1019 kiln sends requests on the connection to clients before 2026-07-28 only
+		legacy := mcpclient.WithLegacyProtocolOnly()
+		clients[name] = e.clientWith([]mcpclient.ClientOption{mcpclient.WithSamplingHandler(a), legacy})
 	}
 	code := `{"tool": "everything.trigger-sampling-request", "arguments": {"prompt": "hi"}}`
 	for _, name := range []string{"ada", "bob", "ada"} {
