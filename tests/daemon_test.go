@@ -382,10 +382,15 @@ func TestDaemonShellsEndWithTheirSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the shell ends with its session", func() bool { return len(procsWith(t, "sleep "+m)) == 0 })
-	r, err = other.Call(t.Context(), "call_tool_chain", map[string]any{"code": `{"tool":"repo.BashOutput","arguments":{"bash_id":"bash_1"}}`})
-	if err != nil || !strings.Contains(r.Text(), "the client session that started it ended") {
-		t.Errorf("BashOutput from the other client: %v %s", err, r.Text())
-	}
+	// The shell's record turns to ended once its waiter has reaped it,
+	// a moment after its processes are gone.
+	eventually(t, "BashOutput from the other client says the session ended", func() bool {
+		r, err = other.Call(t.Context(), "call_tool_chain", map[string]any{"code": `{"tool":"repo.BashOutput","arguments":{"bash_id":"bash_1"}}`})
+		if err != nil {
+			t.Fatalf("BashOutput from the other client: %v", err)
+		}
+		return strings.Contains(r.Text(), "the client session that started it ended")
+	})
 	if p, _ := e.status(); p != pid {
 		t.Errorf("daemon pid %d after one client left, want %d still serving", p, pid)
 	}

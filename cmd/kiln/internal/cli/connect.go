@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/config"
@@ -73,17 +74,18 @@ func runConnect(ctx context.Context, args []string, stdin io.Reader, stdout, std
 // to stdout, byte for byte. The client closing stdin closes the write
 // side, so the daemon ends the session and then the connection.
 func relay(conn *daemon.Conn, id daemon.Identity, stdin io.Reader, stdout, stderr io.Writer) int {
-	inDone := make(chan struct{})
+	// clientDone is set before the write side closes: the daemon may
+	// answer that close and end the connection at once.
+	var clientDone atomic.Bool
 	go func() {
-		defer close(inDone)
-		_, _ = io.Copy(conn, stdin)
+		if _, err := io.Copy(conn, stdin); err == nil {
+			clientDone.Store(true)
+		}
 		_ = conn.CloseWrite()
 	}()
 	_, err := io.Copy(stdout, conn.R)
-	select {
-	case <-inDone:
+	if clientDone.Load() {
 		return exitOK
-	default:
 	}
 	if err == nil || errors.Is(err, net.ErrClosed) {
 		err = errors.New("connection closed")
