@@ -19,6 +19,7 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 )
 
@@ -185,8 +186,8 @@ func daemonsFor(t *testing.T, cfg string) int {
 
 const daemonBackends = 3 // everything, filesystem, memory in peerConfig
 
-// TestDaemonSharesBackends starts five clients at once on `kiln connect`
-// with no daemon running: exactly one daemon starts (the start lock), it
+// TestDaemonSharesBackends starts five clients (four mcp-go, one go-sdk)
+// at once on `kiln connect` with no daemon running: exactly one daemon starts (the start lock), it
 // runs one process per backend, and each client's call gets its own
 // answer. Five `kiln serve` clients run five times the backends.
 func TestDaemonSharesBackends(t *testing.T) {
@@ -195,6 +196,16 @@ func TestDaemonSharesBackends(t *testing.T) {
 	sessions := make([]session, clients)
 	var wg sync.WaitGroup
 	for i := range clients {
+		if i == clients-1 {
+			// One go-sdk client, which probes server/discover (2026-07-28)
+			// first, beside the mcp-go ones.
+			wg.Go(func() {
+				cmd := e.cmd("connect", "--config", e.cfg)
+				cmd.Stderr = testWriter{t, "kiln connect"}
+				sessions[i] = connectSDK(t, &sdk.CommandTransport{Command: cmd})
+			})
+			continue
+		}
 		wg.Go(func() { sessions[i] = e.client() })
 	}
 	wg.Wait()
