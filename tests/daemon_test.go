@@ -406,3 +406,27 @@ func TestDaemonShellsEndWithTheirSession(t *testing.T) {
 		t.Errorf("daemon pid %d after one client left, want %d still serving", p, pid)
 	}
 }
+
+// TestDaemonStartFailureIsReported: a daemon that cannot start (here a
+// pure-Go kiln asked for semantic search, refused after the config loads)
+// makes kiln connect fail at once with the daemon's own words.
+func TestDaemonStartFailureIsReported(t *testing.T) {
+	e := newDaemonEnv(t)
+	e.cfg = filepath.Join(t.TempDir(), "kiln.yaml")
+	cfg := fmt.Sprintf("version: 1\ngateway:\n  state_dir: %s\n  semantic:\n    model: m.gguf\n    sha256: %s\n", t.TempDir(), strings.Repeat("ab", 32))
+	if err := os.WriteFile(e.cfg, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := e.cmd("connect", "--config", e.cfg)
+	cmd.Stdin = strings.NewReader("")
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil || !strings.Contains(stderr.String(), "the kiln daemon exited before serving") ||
+		!strings.Contains(stderr.String(), "built without SEMANTIC=1") {
+		t.Errorf("kiln connect with a daemon that cannot start: %v\n%s", err, stderr.String())
+	}
+	if n := daemonsFor(t, e.cfg); n != 0 {
+		t.Errorf("%d daemons left running", n)
+	}
+}

@@ -24,6 +24,9 @@ import (
 // one crashed and left its socket file behind.
 var ErrAbsent = errors.New("no kiln daemon is running")
 
+// maxLog is the size past which a new daemon starts a fresh log.
+const maxLog = 8 << 20
+
 // ReadyFDEnv names the variable that tells a daemon which inherited file
 // descriptor to report readiness on (Spawn sets it, Ready reads it).
 const ReadyFDEnv = "KILN_DAEMON_READY_FD"
@@ -206,6 +209,11 @@ func Spawn(ctx context.Context, id Identity, cmd *exec.Cmd) error {
 	}
 	if err := os.MkdirAll(filepath.Dir(id.Log), 0o755); err != nil {
 		return fmt.Errorf("daemon log folder: %w", err)
+	}
+	// Each daemon appends (a crashed one's last words stay for the
+	// next); past maxLog the old log moves aside, so it stays bounded.
+	if st, err := os.Stat(id.Log); err == nil && st.Size() > maxLog {
+		_ = os.Rename(id.Log, id.Log+".old")
 	}
 	logf, err := os.OpenFile(id.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
