@@ -430,3 +430,28 @@ func TestDaemonStartFailureIsReported(t *testing.T) {
 		t.Errorf("%d daemons left running", n)
 	}
 }
+
+// TestDaemonStop: kiln connect --stop returns once the daemon has exited,
+// and a client still connected sees its server gone.
+func TestDaemonStop(t *testing.T) {
+	e := newDaemonEnv(t)
+	s := e.client()
+	callReady(t, s, "call_tool_chain", chainJSON("everything.echo", map[string]any{"message": "a"}))
+	pid, _ := e.status()
+	out, err := e.cmd("connect", "--config", e.cfg, "--stop").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("stopped kiln daemon pid %d", pid)) {
+		t.Fatalf("kiln connect --stop: %v\n%s", err, out)
+	}
+	// Gone, or a zombie its parent (the first kiln connect) has yet to reap.
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) == 0 || f[0] != "Z" {
+			t.Errorf("daemon %d still runs after --stop returned: %s", pid, stat)
+		}
+	}
+	if n := daemonsFor(t, e.cfg); n != 0 {
+		t.Errorf("%d daemons run after --stop", n)
+	}
+	if _, err := s.Call(t.Context(), "list_tools_meta", map[string]any{}); err == nil {
+		t.Error("a call through the stopped daemon's relay succeeded")
+	}
+}
