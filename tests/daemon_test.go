@@ -348,24 +348,31 @@ func TestDaemonOtherBuild(t *testing.T) {
 
 // TestDaemonSamplingReachesItsClient: each connection is a client session
 // of its own, so a backend's sampling request during a call reaches the
-// client that made the call (2025-11-25, where kiln sends the request on
-// the connection), not another client of the same daemon.
+// client that made the call, not another client of the same daemon: on
+// 2025-11-25 kiln sends the request on the connection, on 2026-07-28 it
+// answers input-required.
 func TestDaemonSamplingReachesItsClient(t *testing.T) {
-	e := newDaemonEnv(t)
-	e.cfg = askConfig(t)
-	clients := map[string]*mcpclient.Client{}
-	for _, name := range []string{"ada", "bob"} {
-		a := &asker{name: name}
-		//lint:ignore SA1019 kiln sends requests on the connection to clients before 2026-07-28 only
-		legacy := mcpclient.WithLegacyProtocolOnly()
-		clients[name] = e.clientWith([]mcpclient.ClientOption{mcpclient.WithSamplingHandler(a), legacy})
-	}
-	code := `{"tool": "everything.trigger-sampling-request", "arguments": {"prompt": "hi"}}`
-	for _, name := range []string{"ada", "bob", "ada"} {
-		r := callReady(t, &mcpgoSession{clients[name]}, "call_tool_chain", map[string]any{"code": code})
-		if !strings.Contains(r.Text(), "sampled by "+name) {
-			t.Errorf("%s's sampling call got %q, want its own answer", name, r.Text())
-		}
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			e := newDaemonEnv(t)
+			e.cfg = askConfig(t)
+			clients := map[string]*mcpclient.Client{}
+			for _, name := range []string{"ada", "bob"} {
+				opts := []mcpclient.ClientOption{mcpclient.WithSamplingHandler(&asker{name: name})}
+				if p.legacy {
+					//lint:ignore SA1019 kiln sends requests on the connection to clients before 2026-07-28 only
+					opts = append(opts, mcpclient.WithLegacyProtocolOnly())
+				}
+				clients[name] = e.clientWith(opts)
+			}
+			code := `{"tool": "everything.trigger-sampling-request", "arguments": {"prompt": "hi"}}`
+			for _, name := range []string{"ada", "bob", "ada"} {
+				r := callReady(t, &mcpgoSession{clients[name]}, "call_tool_chain", map[string]any{"code": code})
+				if !strings.Contains(r.Text(), "sampled by "+name) {
+					t.Errorf("%s's sampling call got %q, want its own answer", name, r.Text())
+				}
+			}
+		})
 	}
 }
 
