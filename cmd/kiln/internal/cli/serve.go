@@ -27,6 +27,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/daemon"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/httpauth"
 	"github.com/kilnmcp/kiln/runtime/oauth"
@@ -44,6 +45,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default: $KILN_CONFIG, else ./kiln.yaml, else the copy compiled into kiln)")
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://ADDR/mcp and SSE at /sse instead of stdio (e.g. 127.0.0.1:8080)")
+	asDaemon := fs.Bool("daemon", false, "serve kiln connect clients on a private unix socket instead of stdio (kiln connect starts it)")
+	idle := fs.Duration("idle", daemon.DefaultIdle, "with --daemon: exit after this long with no client connected")
 	if fs.Parse(args) != nil {
 		return exitUsage
 	}
@@ -79,8 +82,17 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitFail
 	}
 
-	// The HTTP front door is checked before any backend starts, so a
-	// refused configuration fails at once and spawns nothing.
+	// The HTTP front door and the daemon socket are opened before any
+	// backend starts, so a refused configuration (or a daemon already
+	// serving) fails at once and spawns nothing.
+	var dmn *daemonDoor
+	if *asDaemon {
+		if dmn, err = openDaemonDoor(cfg, *httpAddr, *idle); err != nil {
+			fmt.Fprintf(stderr, "kiln: %v\n", err)
+			return exitUsage
+		}
+		defer dmn.ln.Close()
+	}
 	var front *frontDoor
 	if *httpAddr != "" {
 		if front, err = openFrontDoor(*httpAddr, cfg, log); err != nil {
@@ -248,6 +260,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	srv.SyncTools() // changes that landed while the server was built
 	hub.attach(ctx, srv, disp)
 	op.health.Ready()
+	if dmn != nil {
+		return dmn.serve(ctx, srv, log, stderr)
+	}
 	if *httpAddr == "" {
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)
