@@ -44,15 +44,16 @@ type Bash struct {
 	Unconfined bool
 }
 
-// Workspace defaults, set here once.
-const (
-	DefaultWorkspaceMaxOutput = 100000
-	DefaultBashTimeout        = 2 * time.Minute
-	DefaultBashMaxTimeout     = 10 * time.Minute
-	// workspaceTimeoutMargin lets a command killed at bash.max_timeout
-	// still report its exit code 124 before the call's own deadline.
-	workspaceTimeoutMargin = 10 * time.Second
+// Workspace defaults, read from keyTable.
+var (
+	DefaultWorkspaceMaxOutput = defInt("backends.*.max_output")
+	DefaultBashTimeout        = defDuration("backends.*.bash.timeout")
+	DefaultBashMaxTimeout     = defDuration("backends.*.bash.max_timeout")
 )
+
+// workspaceTimeoutMargin lets a command killed at bash.max_timeout still
+// report its exit code 124 before the call's own deadline.
+const workspaceTimeoutMargin = 10 * time.Second
 
 // workspace checks a workspace backend's keys.
 func (b *builder) workspace(rb *rawBackend, sc map[string]value, path string, g Gateway, out *Backend) {
