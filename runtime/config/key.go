@@ -307,3 +307,36 @@ func SameConnection(a, b Backend) bool {
 	}
 	return true
 }
+
+// RestartOnly lists the gateway keys (a whole section as one) whose
+// values differ between a and b but which a running kiln reads only at
+// start: those keyTable does not declare live. A reload logs them.
+func RestartOnly(a, b Gateway) []string {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	var out []string
+	for _, k := range keyTable {
+		if k.parent() != "gateway" || k.effectiveReload() != reloadStart {
+			continue
+		}
+		f := gatewayField(k.name())
+		if !reflect.DeepEqual(va.FieldByName(f).Interface(), vb.FieldByName(f).Interface()) {
+			out = append(out, k.path)
+		}
+	}
+	return out
+}
+
+// gatewayField is the Gateway field of a gateway key: its words
+// capitalised, initialisms in capitals (state_dir → StateDir, http → HTTP).
+func gatewayField(name string) string {
+	var b strings.Builder
+	for w := range strings.SplitSeq(name, "_") {
+		switch w {
+		case "http", "url", "id":
+			b.WriteString(strings.ToUpper(w))
+		default:
+			b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+		}
+	}
+	return b.String()
+}

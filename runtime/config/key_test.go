@@ -119,3 +119,24 @@ func TestSameConnection(t *testing.T) {
 		t.Error("an empty headers map differs from none")
 	}
 }
+
+// TestRestartOnly checks that every gateway key maps to its Gateway field
+// and that only keys read at start are reported.
+func TestRestartOnly(t *testing.T) {
+	gt := reflect.TypeFor[Gateway]()
+	for _, k := range gatewayKeys {
+		if _, ok := gt.FieldByName(gatewayField(k)); !ok {
+			t.Errorf("gateway.%s: Gateway has no field %s", k, gatewayField(k))
+		}
+	}
+	a := DefaultGateway()
+	b := a
+	b.Name, b.CallTimeout, b.Health.Interval, b.HTTP.MaxBody, b.Expose = "other", time.Minute, time.Minute, 1<<10, ExposeDirect
+	got := RestartOnly(a, b)
+	if want := []string{"gateway.name", "gateway.http", "gateway.expose"}; !slices.Equal(got, want) {
+		t.Errorf("RestartOnly = %v, want %v (call_timeout and health apply live)", got, want)
+	}
+	if got := RestartOnly(a, a); got != nil {
+		t.Errorf("RestartOnly of equal settings = %v, want none", got)
+	}
+}

@@ -26,7 +26,7 @@ var keyTable = []key{
 	{path: "gateway.state_dir", kind: kindText, def: ".kiln", doc: "Folder for small state files, relative to this file."},
 	{path: "gateway.call_timeout", kind: kindDuration, def: "30s", min: "100ms", max: "24h", reload: reloadLive,
 		doc: "Default per-call backend timeout."},
-	{path: "gateway.connect_timeout", kind: kindDuration, def: "30s", min: "1s", max: "1h", doc: "Bound on connecting to and listing one backend."},
+	{path: "gateway.connect_timeout", kind: kindDuration, def: "30s", min: "1s", max: "1h", reload: reloadLive, doc: "Bound on connecting to and listing one backend."},
 	{path: "gateway.max_output_size", kind: kindCount, def: strconv.Itoa(pipeline.DefaultMaxOutputSize), min: "1000", max: "50000000",
 		doc: "Cap on call_tool_chain output, in UTF-8 bytes, cut on a character boundary."},
 	{path: "gateway.log_level", kind: kindEnum, def: "info", enum: []string{"debug", "info", "warn", "error"}, doc: "How much kiln logs."},
@@ -42,7 +42,7 @@ var keyTable = []key{
 		doc: "hybrid only: backend tools listed beside the meta-tools, each backend.tool or backend.* (every tool of a backend)."},
 	{path: "gateway.metrics_addr", kind: kindText,
 		doc: "host:port of a listener serving only /metrics, /healthz and /readyz, for stdio deployments (default off; use a loopback host such as 127.0.0.1:9464 unless the network is private: it has no auth)."},
-	{path: "gateway.drain_timeout", kind: kindDuration, def: "20s", min: "1s", max: "1h",
+	{path: "gateway.drain_timeout", kind: kindDuration, def: "20s", min: "1s", max: "1h", reload: reloadLive,
 		doc: "After SIGTERM kiln answers /readyz 503 and finishes calls in flight for up to this long before it exits."},
 
 	{path: "gateway.sandbox.timeout", kind: kindDuration, def: "30s", min: "100ms", max: "1h", doc: "Run timeout when a call names none."},
