@@ -76,12 +76,100 @@ func GenerateSchema() []byte {
 		b.WriteString("}}}")
 	}
 	b.WriteString("]}}}\n")
-	var out bytes.Buffer
-	if err := json.Indent(&out, []byte(b.String()), "", "  "); err != nil {
+	dec := json.NewDecoder(strings.NewReader(b.String()))
+	dec.UseNumber()
+	tree, err := readJSON(dec)
+	if err != nil {
 		panic("config: schema generation: " + err.Error()) // a bug in this file
 	}
+	var out bytes.Buffer
+	writeJSON(&out, tree, "")
 	out.WriteByte('\n')
 	return out.Bytes()
+}
+
+// jsonNode is a JSON value with its object keys in written order.
+type jsonNode struct {
+	scalar string // compact JSON of a scalar; "" for objects and arrays
+	keys   []string
+	items  []jsonNode // values of keys, or array items
+	array  bool
+}
+
+func readJSON(dec *json.Decoder) (jsonNode, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return jsonNode{}, err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		if s, isStr := tok.(string); isStr {
+			return jsonNode{scalar: quote(s)}, nil
+		}
+		j, _ := json.Marshal(tok) // bool, nil or json.Number
+		return jsonNode{scalar: string(j)}, nil
+	}
+	n := jsonNode{array: d == '['}
+	for dec.More() {
+		if !n.array {
+			k, err := dec.Token()
+			if err != nil {
+				return n, err
+			}
+			n.keys = append(n.keys, k.(string))
+		}
+		v, err := readJSON(dec)
+		if err != nil {
+			return n, err
+		}
+		n.items = append(n.items, v)
+	}
+	_, err = dec.Token() // the closing delimiter
+	return n, err
+}
+
+// compact renders n on one line.
+func (n jsonNode) compact() string {
+	if n.scalar != "" {
+		return n.scalar
+	}
+	parts := make([]string, len(n.items))
+	for i, v := range n.items {
+		parts[i] = v.compact()
+		if !n.array {
+			parts[i] = quote(n.keys[i]) + ": " + parts[i]
+		}
+	}
+	if n.array {
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// writeJSON writes n one line per value when it is short, so adding a key
+// to keyTable is a line of diff in schema/v1.json, not a screenful.
+func writeJSON(w *bytes.Buffer, n jsonNode, indent string) {
+	if c := n.compact(); len(indent)+len(c) <= 160 || len(n.items) == 0 {
+		w.WriteString(c)
+		return
+	}
+	open, end := "{", "}"
+	if n.array {
+		open, end = "[", "]"
+	}
+	w.WriteString(open + "\n")
+	for i, v := range n.items {
+		w.WriteString(indent + "  ")
+		if !n.array {
+			w.WriteString(quote(n.keys[i]) + ": ")
+		}
+		writeJSON(w, v, indent+"  ")
+		if i < len(n.items)-1 {
+			w.WriteByte(',')
+		}
+		w.WriteByte('\n')
+	}
+	w.WriteString(indent + end)
 }
 
 // properties writes the "properties" object of the section at path.
