@@ -140,3 +140,17 @@ func TestRestartOnly(t *testing.T) {
 		t.Errorf("RestartOnly of equal settings = %v, want none", got)
 	}
 }
+
+// TestAliasesNameKeys keeps the "did you mean" aliases pointing at keys
+// that exist.
+func TestAliasesNameKeys(t *testing.T) {
+	names := map[string]bool{}
+	for _, k := range keyTable {
+		names[k.name()] = true
+	}
+	for from, to := range keyAliases {
+		if !names[to] {
+			t.Errorf("keyAliases[%q] = %q, which no key is named", from, to)
+		}
+	}
+}
