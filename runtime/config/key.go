@@ -294,6 +294,13 @@ func SameConnection(a, b Backend) bool {
 			continue
 		}
 		fa, fb := va.FieldByName(k.field), vb.FieldByName(k.field)
+		if eq := fa.MethodByName("Equal"); eq.IsValid() {
+			// A type that knows its own equality (Workspace) says it.
+			if !eq.Call([]reflect.Value{fb})[0].Bool() {
+				return false
+			}
+			continue
+		}
 		switch fa.Kind() {
 		case reflect.Map, reflect.Slice:
 			// nil and empty are the same setting.
