@@ -36,7 +36,7 @@ KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
 .PHONY: semantic build peers generate record emit diff test check unit race e2e lint fmt fmt-check vet staticcheck tidy \
-        emit-check fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
+        emit-check config-docs fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
 
 ## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
 build:
@@ -60,6 +60,11 @@ record: peers
 # With SEMANTIC=1, emit also freezes tool vectors with gateway.semantic.model of $(CONFIG).
 emit: $(if $(SEMANTIC),llama)
 	$(if $(SEMANTIC),LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib) $(GO) run $(TAGS) ./cmd/kiln-gen emit --manifests manifests --out generated $(if $(SEMANTIC),--config $(CONFIG))
+
+## config-docs: runtime/config/schema/v1.json and README.md's config reference from
+## runtime/config/table.go (TestGeneratedDocs, run by make check and make test, fails when stale)
+config-docs:
+	$(GO) run ./runtime/config/internal/docgen
 
 ## diff: live backends vs committed manifests; exit 1 on drift
 diff: peers

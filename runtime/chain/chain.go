@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
@@ -52,8 +53,9 @@ type Options struct {
 	Current func() Bridging
 	// Sandbox runs tier-3 programs; nil means JSON and tier-2 calls only.
 	Sandbox Sandbox
-	// DefaultTimeout applies when a request names none (default 30s);
-	// MaxTimeout caps what a request may ask for.
+	// DefaultTimeout applies when a request names none; MaxTimeout caps
+	// what a request may ask for. Zero takes gateway.sandbox's defaults
+	// (config.SandboxDefaults); a gateway passes its sandbox's limits.
 	DefaultTimeout, MaxTimeout time.Duration
 	// Output shapes every result before it reaches the model; a request's
 	// intent and max_output_size override its fields.
@@ -95,12 +97,15 @@ type Engine struct {
 
 // New returns an engine.
 func New(opts Options) *Engine {
+	def := config.SandboxDefaults()
 	if opts.DefaultTimeout <= 0 {
-		opts.DefaultTimeout = 30 * time.Second
+		opts.DefaultTimeout = def.Timeout
 	}
-	if opts.MaxTimeout < opts.DefaultTimeout {
-		opts.MaxTimeout = max(opts.DefaultTimeout, 5*time.Minute)
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = def.MaxTimeout
 	}
+	// As the sandbox does: a cap below the default would cut every run.
+	opts.MaxTimeout = max(opts.MaxTimeout, opts.DefaultTimeout)
 	if opts.Output == (pipeline.Options{}) {
 		opts.Output = pipeline.DefaultOptions()
 	}

@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -326,7 +325,9 @@ func (d *Dispatcher) connOrWait(name, tool string) (*slot, *backend.Conn, limits
 		return nil, nil, limits{timeout: d.cfg.Gateway.CallTimeout}, nil, &Error{Code: CodeNotConfigured, Backend: name, Tool: tool,
 			Message: fmt.Sprintf("backend %q is compiled into kiln but not declared in its config; add backends.%s to %s to use it", name, name, d.cfg.EditHint())}
 	}
-	lim := limits{timeout: cmp.Or(s.cfg.Timeout, d.cfg.Gateway.CallTimeout), queueWait: s.cfg.QueueWait}
+	// The config gives every backend its timeout (gateway.call_timeout
+	// unless it names its own).
+	lim := limits{timeout: s.cfg.Timeout, queueWait: s.cfg.QueueWait}
 	switch s.state {
 	case StateHealthy:
 		return s, s.conn, lim, nil, nil

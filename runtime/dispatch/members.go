@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
@@ -60,7 +59,7 @@ func (d *Dispatcher) RemoveBackend(name string) bool {
 }
 
 // Reload applies a new config: backends whose connection settings changed
-// (command, args, env, cwd, url, headers, transport, enabled) restart, as
+// (the keys config declares so: command, url, env, ...) restart, as
 // do backends kiln gave up restarting (the edit is the fix),
 // limits (timeout, max_concurrent, queue_wait) and health settings apply
 // in place, and untouched backends keep their sessions. Backends added at
@@ -85,7 +84,7 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 			b = s.cfg
 			b.Enabled = false
 			fallthrough
-		case !sameConnection(s.cfg, b) || s.gaveUp:
+		case !config.SameConnection(s.cfg, b) || s.gaveUp:
 			restart = append(restart, s)
 			d.slots[name] = d.newSlot(b, false)
 			names = append(names, name)
@@ -121,14 +120,6 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 	d.mu.Unlock()
 	slices.Sort(names)
 	return names
-}
-
-// sameConnection reports whether two settings of one backend connect the
-// same way, so a live session can carry over.
-func sameConnection(a, b config.Backend) bool {
-	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
-		maps.Equal(a.Env, b.Env) && a.Cwd == b.Cwd && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
-		a.Enabled == b.Enabled && a.Workspace.Equal(b.Workspace)
 }
 
 // EndSession tells every connected backend that client session id ended,

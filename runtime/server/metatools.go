@@ -1,15 +1,18 @@
 package server
 
-// The meta-tools keep the anchor gateway's names and parameter names, so
+import "github.com/kilnmcp/kiln/runtime/toolcall"
+
+// The meta-tools' names are toolcall's (one table the config and the
+// sandbox ask too); their parameter names keep the anchor gateway's, so
 // agents and prompts written for it work unchanged.
 const (
-	toolSearch     = "search_tools"
-	toolList       = "list_tools_meta"
-	toolInfo       = "tool_info"
-	toolKeys       = "get_required_keys_for_tool"
-	toolChain      = "call_tool_chain"
-	toolRegister   = "register_manual"
-	toolDeregister = "deregister_manual"
+	toolSearch     = toolcall.MetaSearch
+	toolList       = toolcall.MetaList
+	toolInfo       = toolcall.MetaInfo
+	toolKeys       = toolcall.MetaKeys
+	toolChain      = toolcall.MetaChain
+	toolRegister   = toolcall.MetaRegister
+	toolDeregister = toolcall.MetaDeregister
 )
 
 // Limits advertised in the schemas; the handlers rely on validation to
