@@ -47,7 +47,7 @@ func newWorkerEngine(b *testing.B) (*Engine, *recorder) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { pool.Close() })
-	return New(Options{Caller: rec, Registry: reg, Resolver: bridge.Lookup(backends), Bridge: backends, Sandbox: pool}), rec
+	return New(Options{Caller: rec, Registry: reg, Catalog: catalogOf(b, reg), Sandbox: pool}), rec
 }
 
 // BenchmarkTiers measures call_tool_chain's own cost per tier, backend time

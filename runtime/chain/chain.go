@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
@@ -41,15 +42,9 @@ type Request struct {
 type Options struct {
 	Caller   toolcall.Caller
 	Registry *registry.Registry
-	// Resolver maps identifiers in TypeScript to backend and tool names
-	// (the bridge's table); nil disables tier 2.
-	Resolver Resolver
-	// Bridge lists the backends the sandbox preamble binds, so tier 2 can
-	// answer introspection exactly as the sandbox would.
-	Bridge []bridge.Backend
-	// Current, when set, replaces Resolver and Bridge with the bridge as
-	// it stands now, for gateways whose backends change at run time.
-	Current func() Bridging
+	// Catalog holds the sandbox bridge as it stands; nil disables tier 2
+	// and runs programs against the compiled preamble.
+	Catalog Catalog
 	// Sandbox runs tier-3 programs; nil means JSON and tier-2 calls only.
 	Sandbox Sandbox
 	// DefaultTimeout applies when a request names none (default 30s);
@@ -71,20 +66,36 @@ type Options struct {
 	OnTier func(ctx context.Context, tier Tier) (context.Context, func())
 }
 
-// Bridging is the sandbox bridge at one moment.
-type Bridging struct {
-	Resolver Resolver
-	Backends []bridge.Backend
-	// ExtraPreamble rebinds backends that changed since emit; "" when none
-	// did.
-	ExtraPreamble string
+// Catalog is where the engine finds the sandbox bridge; *catalog.Catalog
+// is one. A request reads View once, so every call of one program sees the
+// same backends.
+type Catalog interface {
+	View() *catalog.View
 }
 
-func (e *Engine) bridging() Bridging {
-	if e.opts.Current != nil {
-		return e.opts.Current()
+// bridging is the sandbox bridge at one moment.
+type bridging struct {
+	// resolver maps identifiers in TypeScript to backend and tool names
+	// (the bridge's table); nil disables tier 2.
+	resolver Resolver
+	// backends are those the sandbox preamble binds, so tier 2 can answer
+	// introspection exactly as the sandbox would.
+	backends []bridge.Backend
+	// extraPreamble rebinds backends that changed since emit; "" when none
+	// did.
+	extraPreamble string
+}
+
+func (e *Engine) bridging() bridging {
+	if e.opts.Catalog == nil {
+		return bridging{}
 	}
-	return Bridging{Resolver: e.opts.Resolver, Backends: e.opts.Bridge}
+	v := e.opts.Catalog.View()
+	br := bridging{backends: v.Bridge, extraPreamble: v.Extra}
+	if v.Table != nil {
+		br.resolver = v.Table
+	}
+	return br
 }
 
 // Engine runs call_tool_chain requests. It is safe for concurrent use.

@@ -8,10 +8,13 @@ import (
 	"testing"
 
 	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/catalog"
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/sandbox"
 	"github.com/kilnmcp/kiln/runtime/scrub"
+	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -45,7 +48,18 @@ func newEngine(t testing.TB) (*Engine, *recorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(Options{Caller: rec, Registry: reg, Resolver: bridge.Lookup(backends), Bridge: backends, Sandbox: sb}), rec
+	return New(Options{Caller: rec, Registry: reg, Catalog: catalogOf(t, reg), Sandbox: sb}), rec
+}
+
+// catalogOf is the real catalog over reg's backends, all named in its
+// config; its view holds the bridge the sandbox preamble binds.
+func catalogOf(t testing.TB, reg *registry.Registry) *catalog.Catalog {
+	t.Helper()
+	cfg := &config.Config{Gateway: config.DefaultGateway()}
+	for _, b := range reg.Backends() {
+		cfg.Backends = append(cfg.Backends, config.Backend{Name: b.Name(), Enabled: true})
+	}
+	return catalog.New(catalog.Options{Registry: reg, Config: cfg, Search: catalog.Lexical(search.Build(nil))})
 }
 
 func tierOf(t *testing.T, r *toolcall.Result) Tier {

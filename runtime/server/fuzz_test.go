@@ -19,11 +19,11 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
-	"github.com/kilnmcp/kiln/runtime/search"
 )
 
 // The sentinels end every fuzzed session: after whatever came before, the
@@ -53,15 +53,11 @@ func newStdioTestServer(t testing.TB, log *slog.Logger) *Server {
 	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "everything", Tools: tools}, true); err != nil {
 		t.Fatal(err)
 	}
-	var docs []search.Doc
-	for _, tool := range reg.Tools() {
-		docs = append(docs, search.NewDoc(tool.Backend, tool.Name, tool.Title, tool.Description, tool.InputSchema))
-	}
 	cfg := &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway(), Backends: []config.Backend{{
 		Name: "everything", Transport: config.TransportStdio, Command: "node", Enabled: true,
 	}}}
 	return New(Options{
-		Version: "test", Config: cfg, Registry: reg, Search: search.Build(docs), Logger: log,
+		Version: "test", Config: cfg, Registry: reg, Catalog: catalogOf(t, reg, cfg), Logger: log,
 		Chain: chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg}),
 	})
 }
@@ -664,14 +660,14 @@ func TestStdioProtocolEdges(t *testing.T) {
 	}
 }
 
-// TestMetaToolPanicBecomesInternalError uses a server with no searcher,
+// TestMetaToolPanicBecomesInternalError uses a catalog with a nil index,
 // a wiring bug no input can cause, to show a panicking meta-tool answers
 // with an internal-error result and logs the stack, and the session lives
 // on.
 func TestMetaToolPanicBecomesInternalError(t *testing.T) {
 	logs := &lockedBuffer{}
 	s := newStdioTestServer(t, slog.New(slog.NewTextHandler(logs, nil)))
-	s.opts.Search = nil
+	s.opts.Catalog = &fixedCatalog{view: &catalog.View{Search: catalog.Lexical(nil)}}
 	c, err := client.NewInProcessClient(s.mcp)
 	if err != nil {
 		t.Fatal(err)

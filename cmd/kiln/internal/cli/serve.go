@@ -211,26 +211,20 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Config:       cfg,
 		Registry:     reg,
 		Status:       disp,
-		Search:       op.tel.Search(viewSearch{cat}),
+		Catalog:      cat,
 		Boost:        usage.Boost,
 		Counter:      counter,
-		Ref:          func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
 		Registrar:    cat,
-		Drifts:       cat.Drifts,
 		Scrubber:     scrubber,
 		Exposed:      generated.ExposedNames,
-		Bare:         cat.Bare,
 		Logger:       log,
 		RootsChanged: func(ctx context.Context) { disp.RootsChanged(ctx) },
 		SessionEnded: disp.EndSession,
 		Telemetry:    op.tel,
 		Chain: chain.New(chain.Options{
-			Caller:   caller,
-			Registry: reg,
-			Current: func() chain.Bridging {
-				v := cat.View()
-				return chain.Bridging{Resolver: v.Table, Backends: v.Bridge, ExtraPreamble: v.Extra}
-			},
+			Caller:         caller,
+			Registry:       reg,
+			Catalog:        cat,
 			Sandbox:        op.tel.Sandbox(sb),
 			DefaultTimeout: sb.Limits().Timeout,
 			MaxTimeout:     sb.Limits().MaxTimeout,
@@ -406,18 +400,6 @@ func saveUsageEvery(ctx context.Context, u *search.Usage, log *slog.Logger, ever
 			saveUsage(u, log)
 		}
 	}
-}
-
-// viewSearch searches the catalog's current view, which includes tools
-// that drifted or were registered at run time.
-type viewSearch struct{ cat *catalog.Catalog }
-
-func (v viewSearch) Search(query string, opts search.Options) []search.Hit {
-	return v.cat.View().Search.Search(query, opts)
-}
-
-func (v viewSearch) TryAlso(backend, query string, n int) []string {
-	return v.cat.View().Search.TryAlso(backend, query, n)
 }
 
 // startSandbox starts the worker processes that run tier-3 programs: a
