@@ -21,7 +21,7 @@ type Tier int
 // The execution tiers, cheapest first.
 const (
 	TierDirect  Tier = 1 // JSON tool call
-	TierSimple  Tier = 2 // one TypeScript call, parsed without an engine
+	TierLiteral Tier = 2 // one TypeScript call, parsed without an engine
 	TierSandbox Tier = 3 // full program in the goja sandbox
 )
 
@@ -176,8 +176,8 @@ func (e *Engine) run(ctx context.Context, req Request) (*toolcall.Result, Tier) 
 	// One view of the bridge for the whole request, so a registration
 	// landing meanwhile cannot split tier 2 and tier 3.
 	br := e.bridging()
-	if res, ok := e.simple(tctx, req.Code, br); ok {
-		return res, TierSimple
+	if res, ok := e.literal(tctx, req.Code, br); ok {
+		return res, TierLiteral
 	}
 	ctx, end := e.enter(ctx, TierSandbox)
 	defer end()

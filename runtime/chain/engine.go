@@ -25,20 +25,20 @@ type Resolver interface {
 	Resolve(objIdent, toolIdent string) (backend, tool string, ok bool)
 }
 
-// simple tries tier 2: one call or one introspection read it can prove it
+// literal tries tier 2, the literal call: one call or one introspection read it can prove it
 // understands. ok is false when the code must go to the sandbox, which is
 // also where names that do not resolve go, so the model gets the sandbox's
 // hints (closest backend, meta-tool misuse) instead of a bare "not found".
-func (e *Engine) simple(ctx context.Context, code string, br bridging) (*toolcall.Result, bool) {
+func (e *Engine) literal(ctx context.Context, code string, br bridging) (*toolcall.Result, bool) {
 	if br.resolver == nil {
 		return nil, false
 	}
-	if call, ok := ParseSimpleCall(code); ok {
+	if call, ok := ParseLiteralCall(code); ok {
 		backend, tool, ok := br.resolver.Resolve(call.Object, call.Tool)
 		if !ok {
 			return nil, false
 		}
-		ctx, end := e.enter(ctx, TierSimple)
+		ctx, end := e.enter(ctx, TierLiteral)
 		defer end()
 		res, err := e.opts.Caller.CallTool(ctx, backend, tool, call.Args)
 		if err != nil {

@@ -83,12 +83,12 @@ func TestTierSelection(t *testing.T) {
 		text       string // substring of the result text
 	}{
 		{"json", `{"tool":"my-backend.web_search","arguments":{"query":"q"}}`, TierDirect, `my-backend.web_search {"query":"q"}`, ""},
-		{"const and return", `const r = await my_backend.web_search({query: 'q'}); return r;`, TierSimple, `my-backend.web_search {"query":"q"}`, ""},
-		{"return await", `return await my_backend.web_search({"query": "q",})`, TierSimple, `my-backend.web_search {"query":"q"}`, ""},
-		{"bare call", `my_backend.get_data()`, TierSimple, `my-backend.get-data {}`, ""},
-		{"globalThis with original names", `await globalThis['my-backend']['get-data']({n: -1.5e3})`, TierSimple, `my-backend.get-data {"n":-1500}`, ""},
-		{"introspection", `__getToolInterface("my-backend.web_search")`, TierSimple, "", "Searches the web."},
-		{"interfaces keys", `Object.keys(__interfaces["my-backend"])`, TierSimple, "", "get-data"},
+		{"const and return", `const r = await my_backend.web_search({query: 'q'}); return r;`, TierLiteral, `my-backend.web_search {"query":"q"}`, ""},
+		{"return await", `return await my_backend.web_search({"query": "q",})`, TierLiteral, `my-backend.web_search {"query":"q"}`, ""},
+		{"bare call", `my_backend.get_data()`, TierLiteral, `my-backend.get-data {}`, ""},
+		{"globalThis with original names", `await globalThis['my-backend']['get-data']({n: -1.5e3})`, TierLiteral, `my-backend.get-data {"n":-1500}`, ""},
+		{"introspection", `__getToolInterface("my-backend.web_search")`, TierLiteral, "", "Searches the web."},
+		{"interfaces keys", `Object.keys(__interfaces["my-backend"])`, TierLiteral, "", "get-data"},
 		// Near misses: each must reach the sandbox, never a wrong tier-2 call.
 		{"template literal argument", "return await my_backend.web_search({query: `q`})", TierSandbox, `my-backend.web_search {"query":"q"}`, ""},
 		{"computed argument", `return await my_backend.web_search({query: "a" + "b"})`, TierSandbox, `my-backend.web_search {"query":"ab"}`, ""},
