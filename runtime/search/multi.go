@@ -13,7 +13,7 @@ const rrfK = 60
 // reciprocal rank, so a task given as sub-steps ("load the audio", "compute
 // the beat track", ...) finds the tools of every step. On LiveMCPBench,
 // fusing the task with its annotated steps lifts nDCG@5 from 0.35 to about
-// 0.46 (gen/eval). A hit's Score is its fused score and its Tier the best
+// 0.46 (kiln-gen eval). A hit's Score is its fused score and its Tier the best
 // tier that found it. One query is the same as Search.
 func (ix *Index) SearchMany(queries []string, opts Options) []Hit {
 	if len(queries) == 1 {
