@@ -20,7 +20,7 @@
 // inflections are folded (Porter's steps 1 and 5) and CJK text becomes
 // overlapping character pairs. kiln-gen eval measures every one of these choices
 // on LiveMCPBench and ToolBench; DefaultConfig documents the result. A
-// caller's usage boost (Options.Boost, see Usage) multiplies scores within
+// caller's usage boost (Options.Boost, see runtime/usecount) multiplies scores within
 // a tier.
 //
 // TryAlso offers words for a follow-up query: each backend's most

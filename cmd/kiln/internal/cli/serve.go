@@ -36,6 +36,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/server"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
+	"github.com/kilnmcp/kiln/runtime/usecount"
 	"github.com/kilnmcp/kiln/runtime/version"
 )
 
@@ -126,13 +127,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer closeSearcher()
 
-	usage, err := search.OpenUsage(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
+	uses, err := usecount.Open(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitFail
 	}
-	defer saveUsage(usage, log)
-	go saveUsageEvery(ctx, usage, log, 30*time.Second)
+	defer saveUsage(uses, log)
+	go saveUsageEvery(ctx, uses, log, 30*time.Second)
 
 	var cat *catalog.Catalog
 	// The server is built last; backends may ask for roots and the catalog
@@ -148,7 +149,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hub := &passthroughHub{log: log, timeout: cfg.Gateway.ConnectTimeout}
 	tokens := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), OnSecret: learnTokens(scrubber), Logger: log})
 	defer tokens.Close() // runs after the dispatcher closes its backends
-	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
+	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: uses.Record,
 		HTTPClient: tokens.HTTPClient,
 		OnConnect: func(name string) {
 			refresh(name)
@@ -212,7 +213,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Registry:     reg,
 		Status:       disp,
 		Catalog:      cat,
-		Boost:        usage.Boost,
+		Boost:        uses.Boost,
 		Counter:      counter,
 		Registrar:    cat,
 		Scrubber:     scrubber,
@@ -382,14 +383,14 @@ func outputOptions(cfg *config.Config) pipeline.Options {
 	return o
 }
 
-func saveUsage(u *search.Usage, log *slog.Logger) {
+func saveUsage(u *usecount.Counts, log *slog.Logger) {
 	if err := u.Save(); err != nil {
 		log.Warn("could not save search usage counts", "err", err)
 	}
 }
 
 // saveUsageEvery bounds what a crash loses to one interval of counts.
-func saveUsageEvery(ctx context.Context, u *search.Usage, log *slog.Logger, every time.Duration) {
+func saveUsageEvery(ctx context.Context, u *usecount.Counts, log *slog.Logger, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
