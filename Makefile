@@ -142,7 +142,7 @@ demo: peers build
 
 ## llama: libllama_go.so for SEMANTIC=1 builds, from npm registry parts
 llama:
-	./runtime/search/semantic/llama/build.sh
+	./cmd/libllama_go/build.sh
 
 ## semantic: the embedding tests against the real llama.cpp build (tiny test model)
 semantic: llama

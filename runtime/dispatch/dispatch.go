@@ -94,9 +94,9 @@ type Dispatcher struct {
 	valid *schema.Validator
 
 	mu     sync.Mutex
-	cfg    *config.Config // replaced by Reload
-	slots  map[string]*slot
-	ctx    context.Context // set by Start; slots added later run under it
+	cfg    *config.Config         // replaced by Reload
+	slots  map[string]*supervisor // each backend's supervisor, by name
+	ctx    context.Context        // set by Start; supervisors added later run under it
 	cancel context.CancelFunc
 	recent *recentLog
 	obs    observers
@@ -116,12 +116,12 @@ func New(reg *registry.Registry, cfg *config.Config, opts Options) *Dispatcher {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Dispatcher{reg: reg, cfg: cfg, opts: opts, log: log, valid: schema.New(), slots: map[string]*slot{},
+	d := &Dispatcher{reg: reg, cfg: cfg, opts: opts, log: log, valid: schema.New(), slots: map[string]*supervisor{},
 		recent:     newRecentLog(recentCalls),
 		firstRetry: firstRetry, maxRetry: maxRetry}
 	for i := range cfg.Backends {
 		b := cfg.Backends[i]
-		d.slots[b.Name] = d.newSlot(b, false)
+		d.slots[b.Name] = d.newSupervisor(b, false)
 	}
 	return d
 }
@@ -141,7 +141,7 @@ func (d *Dispatcher) Start(ctx context.Context) {
 // attempt or ctx ends.
 func (d *Dispatcher) WaitReady(ctx context.Context) error {
 	d.mu.Lock()
-	slots := make([]*slot, 0, len(d.slots))
+	slots := make([]*supervisor, 0, len(d.slots))
 	for _, s := range d.slots {
 		slots = append(slots, s)
 	}
@@ -243,7 +243,7 @@ type limits struct {
 // timeout, instead of failing: the first call after start (or after a
 // registration restored at start) must not fail only because it came
 // early. It returns the deadline the call itself must keep.
-func (d *Dispatcher) awaitConn(ctx context.Context, name, tool string) (*slot, *backend.Conn, limits, time.Time, error) {
+func (d *Dispatcher) awaitConn(ctx context.Context, name, tool string) (*supervisor, *backend.Conn, limits, time.Time, error) {
 	var deadline time.Time
 	var timer *time.Timer
 	for {
@@ -303,10 +303,10 @@ func what(backend, tool string) string {
 	return backend + "." + tool
 }
 
-// conn returns the backend's slot and live connection, or an error saying
+// conn returns the backend's supervisor and live connection, or an error saying
 // why there is none and what the caller can do. A starting backend is an
 // error here; calls use awaitConn, which waits for it.
-func (d *Dispatcher) conn(name, tool string) (*slot, *backend.Conn, limits, error) {
+func (d *Dispatcher) conn(name, tool string) (*supervisor, *backend.Conn, limits, error) {
 	s, conn, lim, wait, err := d.connOrWait(name, tool)
 	if wait != nil {
 		return nil, nil, lim, &Error{Code: CodeStarting, Backend: name, Tool: tool,
@@ -317,7 +317,7 @@ func (d *Dispatcher) conn(name, tool string) (*slot, *backend.Conn, limits, erro
 
 // connOrWait is conn's answer, or, for a starting backend, a channel that
 // closes at its next state change.
-func (d *Dispatcher) connOrWait(name, tool string) (*slot, *backend.Conn, limits, <-chan struct{}, error) {
+func (d *Dispatcher) connOrWait(name, tool string) (*supervisor, *backend.Conn, limits, <-chan struct{}, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.slots[name]
@@ -343,7 +343,7 @@ func (d *Dispatcher) connOrWait(name, tool string) (*slot, *backend.Conn, limits
 
 // unavailable says why a stopped or unhealthy backend cannot take calls
 // and when that may change. Called with d.mu held.
-func (s *slot) unavailable() string {
+func (s *supervisor) unavailable() string {
 	name := s.cfg.Name
 	msg := fmt.Sprintf("backend %q is %s since %s", name, s.state, s.since.Format(time.RFC3339))
 	if s.err != nil {
@@ -385,7 +385,7 @@ func (d *Dispatcher) Close() error {
 	if d.cancel != nil {
 		d.cancel()
 	}
-	slots := make([]*slot, 0, len(d.slots))
+	slots := make([]*supervisor, 0, len(d.slots))
 	for _, s := range d.slots {
 		slots = append(slots, s)
 	}
@@ -397,7 +397,7 @@ func (d *Dispatcher) Close() error {
 
 // stopAll stops slots concurrently: each stdio backend may take its whole
 // grace period.
-func stopAll(slots []*slot) {
+func stopAll(slots []*supervisor) {
 	var wg sync.WaitGroup
 	for _, s := range slots {
 		wg.Go(s.stop)
@@ -405,7 +405,8 @@ func stopAll(slots []*slot) {
 	wg.Wait()
 }
 
-// names returns the slot names sorted; called with d.mu held.
+// names returns the supervised backends' names sorted; called with d.mu
+// held.
 func (d *Dispatcher) namesLocked() []string {
 	names := make([]string, 0, len(d.slots))
 	for n := range d.slots {

@@ -19,7 +19,7 @@ func (d *Dispatcher) AddBackend(b config.Backend) error {
 	if _, ok := d.slots[b.Name]; ok {
 		return fmt.Errorf("backend %q already exists", b.Name)
 	}
-	s := d.newSlot(b, true)
+	s := d.newSupervisor(b, true)
 	d.slots[b.Name] = s
 	if d.ctx != nil {
 		s.start(d.ctx)
@@ -70,7 +70,7 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 	for _, b := range cfg.Backends {
 		next[b.Name] = b
 	}
-	var restart []*slot
+	var restart []*supervisor
 	var names []string
 	for name, s := range d.slots {
 		b, declared := next[name]
@@ -79,14 +79,14 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 		case !declared && !s.cfg.Enabled:
 			// Dropped earlier and already stopped.
 		case !declared:
-			// Dropped from the config: stop it but keep a slot so calls
+			// Dropped from the config: stop it but keep a supervisor so calls
 			// get a clear "disabled" answer.
 			b = s.cfg
 			b.Enabled = false
 			fallthrough
 		case !config.SameConnection(s.cfg, b) || s.gaveUp:
 			restart = append(restart, s)
-			d.slots[name] = d.newSlot(b, false)
+			d.slots[name] = d.newSupervisor(b, false)
 			names = append(names, name)
 		default:
 			s.cfg.Timeout, s.cfg.QueueWait = b.Timeout, b.QueueWait
@@ -102,7 +102,7 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 	}
 	for name, b := range next {
 		if _, ok := d.slots[name]; !ok {
-			d.slots[name] = d.newSlot(b, false)
+			d.slots[name] = d.newSupervisor(b, false)
 			names = append(names, name)
 		}
 	}

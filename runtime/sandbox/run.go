@@ -14,6 +14,7 @@ import (
 	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
 
+	"github.com/kilnmcp/kiln/runtime/textcut"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -343,7 +344,7 @@ func (r *run) nativeLog(fc goja.FunctionCall) goja.Value {
 	defer r.mu.Unlock()
 	if room := r.sb.lim.MaxLogBytes - r.logBytes; len(line) > room || r.dropped > 0 {
 		if room > 0 && r.dropped == 0 {
-			r.logs = append(r.logs, truncateUTF8(line, room)+" …")
+			r.logs = append(r.logs, textcut.Prefix(line, room)+" …")
 			r.logBytes = r.sb.lim.MaxLogBytes
 		}
 		r.dropped++
@@ -386,14 +387,4 @@ func jsonDepth(s string) int {
 		}
 	}
 	return deepest
-}
-
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xc0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }

@@ -95,7 +95,7 @@ type Feedback struct {
 }
 
 // DefaultConfig is the configuration Build uses and kiln-gen emit ships.
-// gen/eval's ablation table measures each choice on LiveMCPBench and
+// kiln-gen eval's ablation table measures each choice on LiveMCPBench and
 // ToolBench; the values are round numbers from a plateau that helps both,
 // not a per-dataset optimum. A title restates the name, which already
 // weighs 2, so it gets half weight: enough to find a tool whose name is

@@ -43,7 +43,7 @@ type Searchf func(query string, opts Options) []Hit
 //
 // A step is a short, specific query ("convert the table to CSV") while a
 // task mixes every step's words, so the steps' rankings lead and the
-// task's comes last, catching what no step named. gen/eval measures this
+// task's comes last, catching what no step named. kiln-gen eval measures this
 // on LiveMCPBench's annotated steps (nDCG@5): task alone 0.366, fused by
 // reciprocal rank 0.451, interleaved with the task first 0.539, with the
 // task last 0.587.

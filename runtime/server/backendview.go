@@ -82,11 +82,9 @@ func (s *Server) backends() []backendView {
 			v.Timeout = st.Timeout.String()
 		}
 	}
-	if s.opts.Drifts != nil {
-		for name, d := range s.opts.Drifts() {
-			if v, ok := byName[name]; ok {
-				v.Drift = &driftView{Since: stamp(d.Since), Summary: d.String()}
-			}
+	for name, d := range s.drifts() {
+		if v, ok := byName[name]; ok {
+			v.Drift = &driftView{Since: stamp(d.Since), Summary: d.String()}
 		}
 	}
 	out := make([]backendView, 0, len(order))
@@ -182,9 +180,10 @@ func (s *Server) backendToolsResource(_ context.Context, uri string) (any, error
 		return nil, err
 	}
 	tools := []toolSummary{}
+	ref := refIn(s.view())
 	for _, t := range s.backendTools(v.Name) {
 		tools = append(tools, toolSummary{Tool: t.ID(), Description: FirstSentence(t.Description, 200),
-			Signature: t.Signature(), Example: t.Example(s.ref)})
+			Signature: t.Signature(), Example: t.Example(ref)})
 	}
 	return map[string]any{"backend": v.Name, "state": v.State, "tools": tools}, nil
 }

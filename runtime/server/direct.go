@@ -73,8 +73,8 @@ func (s *Server) listsMeta() bool { return s.exp == nil || s.exp.mode != config.
 
 // bare reports whether a backend's tools go under their own names.
 func (s *Server) bare(backend string) bool {
-	if s.opts.Bare != nil {
-		return s.opts.Bare(backend)
+	if s.opts.Catalog != nil {
+		return s.opts.Catalog.Bare(backend)
 	}
 	if s.opts.Config != nil {
 		if b, ok := s.opts.Config.Backend(backend); ok {

@@ -17,7 +17,6 @@ import (
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
-	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -57,6 +56,13 @@ func newTestServer(t *testing.T) *client.Client {
 
 func newTestServerWith(t *testing.T, boost func(string) float64) *client.Client {
 	t.Helper()
+	return newTestServerOver(t, boost, nil)
+}
+
+// newTestServerOver serves the test registry through the real catalog,
+// wrapped by wrap when it is set.
+func newTestServerOver(t *testing.T, boost func(string) float64, wrap func(Catalog) Catalog) *client.Client {
+	t.Helper()
 	reg := registry.New()
 	tools := []manifest.Tool{
 		{Name: "get-sum", Description: "Returns the sum of two numbers. Handles floats too.", InputSchema: json.RawMessage(schemaAB)},
@@ -69,10 +75,6 @@ func newTestServerWith(t *testing.T, boost func(string) float64) *client.Client 
 	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "everything", Tools: tools}, true); err != nil {
 		t.Fatal(err)
 	}
-	var docs []search.Doc
-	for _, tool := range reg.Tools() {
-		docs = append(docs, search.NewDoc(tool.Backend, tool.Name, tool.Title, tool.Description, tool.InputSchema))
-	}
 	cfg := &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway(), Backends: []config.Backend{{
 		Name: "everything", Transport: config.TransportStdio, Command: "node", Enabled: true,
 		Env: map[string]string{"API_KEY": "sekrit-value"},
@@ -82,9 +84,12 @@ func newTestServerWith(t *testing.T, boost func(string) float64) *client.Client 
 		},
 	}}}
 	counter := &pipeline.Counter{}
+	var cat Catalog = catalogOf(t, reg, cfg)
+	if wrap != nil {
+		cat = wrap(cat)
+	}
 	s := New(Options{
-		Version: "test", Config: cfg, Registry: reg, Search: search.Build(docs),
-		Ref:     func(b, t string) string { return strings.ReplaceAll(b+"."+t, "-", "_") },
+		Version: "test", Config: cfg, Registry: reg, Catalog: cat,
 		Chain:   chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg, Counter: counter}),
 		Boost:   boost,
 		Counter: counter,

@@ -68,7 +68,7 @@ func NewMetrics(opts MetricsOptions) *Metrics {
 		m.known[b] = set
 	}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kiln_tool_calls_total",
-		Help: "Backend tool calls by backend, tool, tier (1 JSON, 2 simple TypeScript, 3 sandbox program, direct for exposed tools) and outcome (ok, tool_error or a dispatch error code)."},
+		Help: "Backend tool calls by backend, tool, tier (1 JSON, 2 literal TypeScript call, 3 sandbox program, direct for exposed tools) and outcome (ok, tool_error or a dispatch error code)."},
 		[]string{"backend", "tool", "tier", "outcome"})
 	m.callSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kiln_tool_call_duration_seconds",
 		Help: "Backend tool call latency, from dispatch to result, by backend and tier.", Buckets: latencyBuckets},

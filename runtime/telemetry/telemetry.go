@@ -111,6 +111,10 @@ func (t *Telemetry) begin() func() {
 // Sessions.
 func (t *Telemetry) Sessions(delta int) { t.Metrics.Sessions(delta) }
 
+// Searched records one tool search and how long it took; the server calls
+// it around every search of the catalog.
+func (t *Telemetry) Searched(took time.Duration) { t.Metrics.Search(took) }
+
 // EnterTier marks ctx as running call_tool_chain at tier (1, 2 or 3) and
 // opens its span; chain.Options.OnTier calls it.
 func (t *Telemetry) EnterTier(ctx context.Context, tier int) (context.Context, func()) {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kilnmcp/kiln/gen/eval"
+	"github.com/kilnmcp/kiln/cmd/kiln-gen/internal/eval"
 )
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -37,6 +37,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/server"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
+	"github.com/kilnmcp/kiln/runtime/usecount"
 	"github.com/kilnmcp/kiln/runtime/version"
 )
 
@@ -138,13 +139,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer closeSearcher()
 
-	usage, err := search.OpenUsage(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
+	uses, err := usecount.Open(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitFail
 	}
-	defer saveUsage(usage, log)
-	go saveUsageEvery(ctx, usage, log, 30*time.Second)
+	defer saveUsage(uses, log)
+	go saveUsageEvery(ctx, uses, log, 30*time.Second)
 
 	var cat *catalog.Catalog
 	// The server is built last; backends may ask for roots and the catalog
@@ -160,7 +161,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hub := &passthroughHub{log: log, timeout: cfg.Gateway.ConnectTimeout}
 	tokens := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), OnSecret: learnTokens(scrubber), Logger: log})
 	defer tokens.Close() // runs after the dispatcher closes its backends
-	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
+	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: uses.Record,
 		HTTPClient: tokens.HTTPClient,
 		OnConnect: func(name string) {
 			refresh(name)
@@ -223,26 +224,20 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Config:       cfg,
 		Registry:     reg,
 		Status:       disp,
-		Search:       op.tel.Search(viewSearch{cat}),
-		Boost:        usage.Boost,
+		Catalog:      cat,
+		Boost:        uses.Boost,
 		Counter:      counter,
-		Ref:          func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
 		Registrar:    cat,
-		Drifts:       cat.Drifts,
 		Scrubber:     scrubber,
 		Exposed:      generated.ExposedNames,
-		Bare:         cat.Bare,
 		Logger:       log,
 		RootsChanged: func(ctx context.Context) { disp.RootsChanged(ctx) },
 		SessionEnded: disp.EndSession,
 		Telemetry:    op.tel,
 		Chain: chain.New(chain.Options{
-			Caller:   caller,
-			Registry: reg,
-			Current: func() chain.Bridging {
-				v := cat.View()
-				return chain.Bridging{Resolver: v.Table, Backends: v.Bridge, ExtraPreamble: v.Extra}
-			},
+			Caller:         caller,
+			Registry:       reg,
+			Catalog:        cat,
 			Sandbox:        op.tel.Sandbox(sb),
 			DefaultTimeout: sb.Limits().Timeout,
 			MaxTimeout:     sb.Limits().MaxTimeout,
@@ -403,14 +398,14 @@ func outputOptions(cfg *config.Config) pipeline.Options {
 	return o
 }
 
-func saveUsage(u *search.Usage, log *slog.Logger) {
+func saveUsage(u *usecount.Counts, log *slog.Logger) {
 	if err := u.Save(); err != nil {
 		log.Warn("could not save search usage counts", "err", err)
 	}
 }
 
 // saveUsageEvery bounds what a crash loses to one interval of counts.
-func saveUsageEvery(ctx context.Context, u *search.Usage, log *slog.Logger, every time.Duration) {
+func saveUsageEvery(ctx context.Context, u *usecount.Counts, log *slog.Logger, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -421,18 +416,6 @@ func saveUsageEvery(ctx context.Context, u *search.Usage, log *slog.Logger, ever
 			saveUsage(u, log)
 		}
 	}
-}
-
-// viewSearch searches the catalog's current view, which includes tools
-// that drifted or were registered at run time.
-type viewSearch struct{ cat *catalog.Catalog }
-
-func (v viewSearch) Search(query string, opts search.Options) []search.Hit {
-	return v.cat.View().Search.Search(query, opts)
-}
-
-func (v viewSearch) TryAlso(backend, query string, n int) []string {
-	return v.cat.View().Search.TryAlso(backend, query, n)
 }
 
 // startSandbox starts the worker processes that run tier-3 programs: a

@@ -1,4 +1,4 @@
-package search
+package usecount
 
 import (
 	"math"
@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/kilnmcp/kiln/runtime/search"
 )
 
-func TestUsage(t *testing.T) {
+func TestCounts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state", "usage.json")
-	u, err := OpenUsage(path)
+	u, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +33,7 @@ func TestUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	again, err := OpenUsage(path)
+	again, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,18 +52,19 @@ func TestUsage(t *testing.T) {
 	}
 
 	// Boost ranks the used tool first among equals.
-	docs := []Doc{
+	docs := []search.Doc{
 		{ID: "a.echo", Backend: "a", Name: "echo", Description: "Echo input."},
 		{ID: "b.echo", Backend: "b", Name: "echo", Description: "Echo input."},
 	}
 	u.Record("b.echo")
 	expect := []string{"b.echo", "a.echo"}
-	if got := ids(Build(docs).Search("echo", Options{Boost: u.Boost})); got[0] != expect[0] {
-		t.Errorf("boosted order %v, want %v", got, expect)
+	hits := search.Build(docs).Search("echo", search.Options{Boost: u.Boost})
+	if len(hits) == 0 || hits[0].ID != expect[0] {
+		t.Errorf("boosted order %v, want %v first", hits, expect)
 	}
 }
 
-func TestUsageErrors(t *testing.T) {
+func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	for name, content := range map[string]string{
 		"garbage.json": "{not json",
@@ -71,11 +74,11 @@ func TestUsageErrors(t *testing.T) {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := OpenUsage(path); err == nil {
-			t.Errorf("%s: OpenUsage succeeded", name)
+		if _, err := Open(path); err == nil {
+			t.Errorf("%s: Open succeeded", name)
 		}
 	}
-	mem, err := OpenUsage("")
+	mem, err := Open("")
 	if err != nil {
 		t.Fatal(err)
 	}

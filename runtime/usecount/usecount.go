@@ -1,8 +1,6 @@
-package search
+package usecount
 
 import (
-	"github.com/kilnmcp/kiln/runtime/atomicfile"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,19 +10,21 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/kilnmcp/kiln/runtime/atomicfile"
 )
 
 // usageVersion is the format of the usage state file.
 const usageVersion = 1
 
-// Usage counts successful tool calls and turns them into the search boost
+// Counts counts successful tool calls and turns them into the search boost
 // 1 + 0.3·ln(1+uses), so tools an installation relies on rank first among
-// equals. It is safe for concurrent use; Boost is its Options.Boost.
+// equals. It is safe for concurrent use; Boost is a search.Options.Boost.
 //
-// Lifecycle: OpenUsage → Record/Boost from any goroutine → Save (after
+// Lifecycle: Open → Record/Boost from any goroutine → Save (after
 // calls or at shutdown; the file is replaced atomically, so a crash keeps
 // the previous counts).
-type Usage struct {
+type Counts struct {
 	path string
 	// counts is replaced, never modified, so Boost (called for every
 	// matching tool of every search) reads it without a lock; Record copies
@@ -39,10 +39,10 @@ type usageFile struct {
 	Counts  map[string]uint64 `json:"counts"`
 }
 
-// OpenUsage loads the counts stored at path; a missing file starts empty.
+// Open loads the counts stored at path; a missing file starts empty.
 // An empty path keeps counts in memory only.
-func OpenUsage(path string) (*Usage, error) {
-	u := &Usage{path: path}
+func Open(path string) (*Counts, error) {
+	u := &Counts{path: path}
 	u.counts.Store(&map[string]uint64{})
 	if path == "" {
 		return u, nil
@@ -68,7 +68,7 @@ func OpenUsage(path string) (*Usage, error) {
 }
 
 // Record counts one use of the tool id ("backend.tool").
-func (u *Usage) Record(id string) {
+func (u *Counts) Record(id string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	next := maps.Clone(*u.counts.Load())
@@ -78,17 +78,17 @@ func (u *Usage) Record(id string) {
 }
 
 // Count returns how often id was recorded.
-func (u *Usage) Count(id string) uint64 { return (*u.counts.Load())[id] }
+func (u *Counts) Count(id string) uint64 { return (*u.counts.Load())[id] }
 
 // Boost returns 1 + 0.3·ln(1+uses): the logarithm keeps one heavily used
 // tool from burying better matches.
-func (u *Usage) Boost(id string) float64 {
+func (u *Counts) Boost(id string) float64 {
 	return 1 + 0.3*math.Log1p(float64(u.Count(id)))
 }
 
 // Save writes the counts if they changed since the last Save, through a
 // temporary file and a rename in the same folder.
-func (u *Usage) Save() error {
+func (u *Counts) Save() error {
 	if u.path == "" {
 		return nil
 	}

@@ -1,34 +1,19 @@
-package sandbox_test
+package chain
 
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 
 	"github.com/kilnmcp/kiln/runtime/bridge"
-	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/sandbox"
-	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
-type recorder struct {
-	mu    sync.Mutex
-	calls []string
-}
-
-func (r *recorder) CallTool(_ context.Context, b, t string, args json.RawMessage) (*toolcall.Result, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls = append(r.calls, b+"\x00"+t+"\x00"+string(args))
-	return toolcall.Text("ok"), nil
-}
-
-// TestTier2MatchesSandbox: for every call tier 2 recognizes, the sandbox
+// TestLiteralMatchesSandbox: for every call tier 2 recognizes, the sandbox
 // running the same code makes exactly the call tier 2 would make, byte
 // for byte.
-func TestTier2MatchesSandbox(t *testing.T) {
+func TestLiteralMatchesSandbox(t *testing.T) {
 	backends := []bridge.Backend{
 		{Name: "exa", Tools: []manifest.Tool{{Name: "search", InputSchema: json.RawMessage(`{}`)}, {Name: "get-page", InputSchema: json.RawMessage(`{}`)}}},
 		{Name: "my-backend", Tools: []manifest.Tool{{Name: "get data", InputSchema: json.RawMessage(`{}`)}, {Name: "delete", InputSchema: json.RawMessage(`{}`)}}},
@@ -53,7 +38,7 @@ func TestTier2MatchesSandbox(t *testing.T) {
 		`exa.search({default: 1, class: 2, "": 3, 1.5: 4, 1e3: 5, .5: 6})`,
 		"// comment\nreturn /* c */ await exa.search({q: 1 /* one */}) // end",
 	} {
-		sc, ok := chain.ParseSimpleCall(code)
+		sc, ok := ParseLiteralCall(code)
 		if !ok {
 			t.Fatalf("tier 2 does not recognize %q", code)
 		}
@@ -66,7 +51,7 @@ func TestTier2MatchesSandbox(t *testing.T) {
 		if err != nil || out.IsError {
 			t.Fatalf("%q: sandbox: %v %+v", code, err, out)
 		}
-		want := backend + "\x00" + tool + "\x00" + string(sc.Args)
+		want := backend + "." + tool + " " + string(sc.Args)
 		if len(rec.calls) != 1 || rec.calls[0] != want {
 			t.Errorf("%q:\ntier 2:  %q\nsandbox: %q", code, want, rec.calls)
 		}
@@ -104,7 +89,7 @@ func TestIntrospectionMatchesSandbox(t *testing.T) {
 		`return __getToolInterface("_10")`,
 		`return __getToolInterface("nope")`,
 	} {
-		in, ok := chain.ParseIntrospection(code)
+		in, ok := ParseIntrospection(code)
 		if !ok {
 			t.Fatalf("tier 2 does not recognize %q", code)
 		}
@@ -122,9 +107,9 @@ func TestIntrospectionMatchesSandbox(t *testing.T) {
 	}
 }
 
-// FuzzTier2MatchesSandbox: whenever tier 2 accepts code, the sandbox makes
+// FuzzLiteralMatchesSandbox: whenever tier 2 accepts code, the sandbox makes
 // the same single call with the same bytes.
-func FuzzTier2MatchesSandbox(f *testing.F) {
+func FuzzLiteralMatchesSandbox(f *testing.F) {
 	backends := []bridge.Backend{
 		{Name: "exa", Tools: []manifest.Tool{{Name: "search", InputSchema: json.RawMessage(`{}`)}}},
 		{Name: "my-backend", Tools: []manifest.Tool{{Name: "get data", InputSchema: json.RawMessage(`{}`)}}},
@@ -144,7 +129,7 @@ func FuzzTier2MatchesSandbox(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, code string) {
-		sc, ok := chain.ParseSimpleCall(code)
+		sc, ok := ParseLiteralCall(code)
 		if !ok {
 			return
 		}
@@ -159,7 +144,7 @@ func FuzzTier2MatchesSandbox(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := backend + "\x00" + tool + "\x00" + string(sc.Args)
+		want := backend + "." + tool + " " + string(sc.Args)
 		if out.IsError || len(rec.calls) != 1 || rec.calls[0] != want {
 			t.Fatalf("%q:\ntier 2:  %q\nsandbox: %q %s", code, want, rec.calls, out.Error)
 		}

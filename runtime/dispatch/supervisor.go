@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -27,13 +28,18 @@ const (
 	halfOpenAfter = 3
 )
 
-// slot supervises one backend: it connects, watches the connection,
-// probes its health and restarts it. Fields below mu are guarded by the
-// dispatcher's mutex.
-type slot struct {
-	d       *Dispatcher
+// supervisor supervises one backend: it connects, watches the connection,
+// probes its health and restarts it. It holds no pointer to the dispatcher:
+// what it needs comes through host and link.
+type supervisor struct {
+	host    host
+	log     *slog.Logger
+	link    link
 	dynamic bool
 
+	// mu is the dispatcher's lock, shared by every supervisor; it guards
+	// the fields below.
+	mu       *sync.Mutex
 	cfg      config.Backend
 	state    State
 	since    time.Time
@@ -62,8 +68,38 @@ type slot struct {
 	exited  chan struct{} // closed when the supervising goroutine returns
 }
 
-func (d *Dispatcher) newSlot(b config.Backend, dynamic bool) *slot {
-	s := &slot{d: d, dynamic: dynamic, cfg: b, state: StateStarting, since: time.Now(),
+// host is what a supervisor asks of the dispatcher that runs it;
+// *Dispatcher is one. Methods ending in Locked expect the lock held.
+type host interface {
+	configLocked() *config.Config
+	closedLocked() bool
+	retryBounds() (first, longest time.Duration)
+	event(backend, event string)
+	notification(backend, method string, params json.RawMessage)
+	clientRequest(ctx context.Context, backend, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// link holds the dispatcher options a supervisor dials with; they do not
+// change after New.
+type link struct {
+	version    string
+	self       []netip.AddrPort
+	httpClient func(*config.Backend) (*http.Client, error)
+	onConnect  func(backend string)
+}
+
+func (d *Dispatcher) configLocked() *config.Config { return d.cfg }
+func (d *Dispatcher) closedLocked() bool           { return d.closed }
+
+// retryBounds returns the restart backoff's first and longest waits;
+// tests shorten them after New, so they are read when a backend starts.
+func (d *Dispatcher) retryBounds() (first, longest time.Duration) {
+	return d.firstRetry, d.maxRetry
+}
+
+func (d *Dispatcher) newSupervisor(b config.Backend, dynamic bool) *supervisor {
+	s := &supervisor{host: d, mu: &d.mu, log: d.log, dynamic: dynamic, cfg: b,
+		link: link{version: d.opts.Version, self: d.opts.Self, httpClient: d.opts.HTTPClient, onConnect: d.opts.OnConnect}, state: StateStarting, since: time.Now(),
 		ready: make(chan struct{}), exited: make(chan struct{}), changed: make(chan struct{}), sem: make(chan struct{}, max(b.MaxConcurrent, 1)), resized: make(chan struct{})}
 	if !b.Enabled {
 		s.state = StateDisabled
@@ -74,8 +110,8 @@ func (d *Dispatcher) newSlot(b config.Backend, dynamic bool) *slot {
 }
 
 // start launches the supervisor; called with d.mu held.
-func (s *slot) start(ctx context.Context) {
-	if s.state == StateDisabled || s.cancel != nil || s.d.closed {
+func (s *supervisor) start(ctx context.Context) {
+	if s.state == StateDisabled || s.cancel != nil || s.host.closedLocked() {
 		return
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
@@ -83,10 +119,10 @@ func (s *slot) start(ctx context.Context) {
 }
 
 // stop ends supervision and the connection, and waits for both.
-func (s *slot) stop() {
-	s.d.mu.Lock()
+func (s *supervisor) stop() {
+	s.mu.Lock()
 	cancel := s.cancel
-	s.d.mu.Unlock()
+	s.mu.Unlock()
 	if cancel == nil {
 		return
 	}
@@ -96,13 +132,14 @@ func (s *slot) stop() {
 
 // markReady records that the first connect attempt's outcome is known, so
 // WaitReady never shows a failed start as still starting.
-func (s *slot) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
+func (s *supervisor) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
 
-func (s *slot) run(ctx context.Context) {
+func (s *supervisor) run(ctx context.Context) {
 	defer close(s.exited)
 	defer s.markReady()
-	log := s.d.log.With("backend", s.cfg.Name)
-	wait := s.d.firstRetry
+	log := s.log.With("backend", s.cfg.Name)
+	firstRetry, maxRetry := s.host.retryBounds()
+	wait := firstRetry
 	for first := true; ; first = false {
 		conn, err := s.dial(ctx, first)
 		if ctx.Err() != nil {
@@ -122,7 +159,7 @@ func (s *slot) run(ctx context.Context) {
 				return
 			}
 			if time.Since(up) > restartWindow {
-				wait = s.d.firstRetry // it ran well for a while: start the backoff over
+				wait = firstRetry // it ran well for a while: start the backoff over
 			}
 			err = conn.WithStderr(err, 10)
 			log.Error("backend stopped", "err", err)
@@ -131,7 +168,7 @@ func (s *slot) run(ctx context.Context) {
 		}
 		more := s.scheduleRestart(err, wait)
 		if more {
-			s.d.event(s.cfg.Name, "restart")
+			s.host.event(s.cfg.Name, "restart")
 		}
 		s.markReady()
 		if !more {
@@ -144,55 +181,56 @@ func (s *slot) run(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, s.d.maxRetry)
+		wait = min(2*wait, maxRetry)
 	}
 }
 
 // dial makes one connect attempt and records its outcome.
-func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
-	s.d.mu.Lock()
+func (s *supervisor) dial(ctx context.Context, first bool) (*backend.Conn, error) {
+	s.mu.Lock()
 	cfg := s.cfg
-	connectTimeout := s.d.cfg.Gateway.ConnectTimeout
+	gw := s.host.configLocked()
+	connectTimeout := gw.Gateway.ConnectTimeout
 	var guard *backend.Guard
 	if s.dynamic {
 		// Read per attempt: allow_hosts reloads with the config.
-		guard = &backend.Guard{Allow: s.d.cfg.Gateway.Registration.AllowHosts, Self: s.d.opts.Self}
+		guard = &backend.Guard{Allow: gw.Gateway.Registration.AllowHosts, Self: s.link.self}
 	}
 	if !first {
 		s.state, s.since = StateStarting, time.Now()
 		s.signalLocked()
 	}
-	s.d.mu.Unlock()
+	s.mu.Unlock()
 	start := time.Now()
 	name := cfg.Name
 	var hc *http.Client
-	if s.d.opts.HTTPClient != nil && cfg.Transport != config.TransportStdio {
+	if s.link.httpClient != nil && cfg.Transport != config.TransportStdio {
 		var err error
-		if hc, err = s.d.opts.HTTPClient(&cfg); err != nil {
+		if hc, err = s.link.httpClient(&cfg); err != nil {
 			return nil, err
 		}
 	}
 	conn, err := backend.DialTimeout(ctx, &cfg, connectTimeout, backend.Options{
 		HTTPClient:    hc,
-		ClientVersion: s.d.opts.Version,
+		ClientVersion: s.link.version,
 		Guard:         guard,
 		OnNotification: func(method string, params json.RawMessage) {
-			s.d.notification(name, method, params)
+			s.host.notification(name, method, params)
 		},
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			return s.d.clientRequest(ctx, name, method, params)
+			return s.host.clientRequest(ctx, name, method, params)
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.d.mu.Lock()
+	s.mu.Lock()
 	s.state, s.conn, s.err, s.since, s.retry, s.failures, s.lastOK = StateHealthy, conn, nil, time.Now(), time.Time{}, 0, time.Now()
 	s.signalLocked()
-	s.d.mu.Unlock()
-	s.d.log.Info("backend connected", "backend", name, "protocol", conn.ProtocolVersion(), "took", time.Since(start).Round(time.Millisecond))
-	if s.d.opts.OnConnect != nil {
-		go s.d.opts.OnConnect(name)
+	s.mu.Unlock()
+	s.log.Info("backend connected", "backend", name, "protocol", conn.ProtocolVersion(), "took", time.Since(start).Round(time.Millisecond))
+	if s.link.onConnect != nil {
+		go s.link.onConnect(name)
 	}
 	return conn, nil
 }
@@ -200,9 +238,9 @@ func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
 // scheduleRestart records a failure and the time of the next attempt. It
 // reports false when the restart window is full: the backend is left
 // unhealthy until its config changes or kiln restarts.
-func (s *slot) scheduleRestart(cause error, wait time.Duration) bool {
-	s.d.mu.Lock()
-	defer s.d.mu.Unlock()
+func (s *supervisor) scheduleRestart(cause error, wait time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	defer s.signalLocked()
 	now := time.Now()
 	wasUp := s.conn != nil
@@ -217,7 +255,7 @@ func (s *slot) scheduleRestart(cause error, wait time.Duration) bool {
 	if len(s.restarts) >= maxRestarts {
 		s.state, s.since, s.retry, s.gaveUp = StateUnhealthy, now, time.Time{}, true
 		s.err = fmt.Errorf("restarted %d times within %s and failed again, so kiln stopped restarting it; last failure: %w\nFix the backend, then edit backends.%s in %s (kiln reloads it) or restart kiln",
-			maxRestarts, restartWindow, cause, s.cfg.Name, s.d.cfg.EditHint())
+			maxRestarts, restartWindow, cause, s.cfg.Name, s.host.configLocked().EditHint())
 		return false
 	}
 	s.restarts = append(s.restarts, now)
@@ -235,10 +273,10 @@ func (s *slot) scheduleRestart(cause error, wait time.Duration) bool {
 
 // serve watches a live connection until it ends or ctx does, probing its
 // health every interval. It returns why the connection ended.
-func (s *slot) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) error {
-	s.d.mu.Lock()
-	h := s.d.cfg.Gateway.Health
-	s.d.mu.Unlock()
+func (s *supervisor) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) error {
+	s.mu.Lock()
+	h := s.host.configLocked().Gateway.Health
+	s.mu.Unlock()
 	// A random first delay spreads the probes of many backends over the
 	// interval instead of firing them together.
 	timer := time.NewTimer(time.Duration(rand.Int64N(int64(h.Interval))) + h.Interval/2)
@@ -257,8 +295,8 @@ func (s *slot) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.d.mu.Lock()
-		h = s.d.cfg.Gateway.Health
+		s.mu.Lock()
+		h = s.host.configLocked().Gateway.Health
 		next, opened := h.Interval, false
 		switch {
 		case err == nil:
@@ -280,45 +318,45 @@ func (s *slot) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) 
 			}
 		}
 		s.signalLocked()
-		s.d.mu.Unlock()
+		s.mu.Unlock()
 		if opened {
-			s.d.event(conn.Name(), "circuit_open")
+			s.host.event(conn.Name(), "circuit_open")
 		}
 		timer.Reset(next)
 	}
 }
 
 // set records a state with its cause.
-func (s *slot) set(st State, err error) {
-	s.d.mu.Lock()
+func (s *supervisor) set(st State, err error) {
+	s.mu.Lock()
 	s.state, s.err, s.since, s.conn = st, err, time.Now(), nil
 	s.signalLocked()
-	s.d.mu.Unlock()
+	s.mu.Unlock()
 }
 
-// signalLocked wakes every call waiting on the slot's state; called with
-// d.mu held after a change.
-func (s *slot) signalLocked() {
+// signalLocked wakes every call waiting on the supervisor's state; called
+// with mu held after a change.
+func (s *supervisor) signalLocked() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
 
 // acquire takes one of the backend's call slots, waiting up to
 // lim.queueWait.
-func (s *slot) acquire(ctx context.Context, lim limits, tool string) (release func(), err error) {
-	s.d.mu.Lock()
+func (s *supervisor) acquire(ctx context.Context, lim limits, tool string) (release func(), err error) {
+	s.mu.Lock()
 	sem, resized := s.sem, s.resized
-	s.d.mu.Unlock()
+	s.mu.Unlock()
 	take := func(sem chan struct{}) func() {
-		s.d.mu.Lock()
+		s.mu.Lock()
 		s.inFlight++
 		s.calls++
-		s.d.mu.Unlock()
+		s.mu.Unlock()
 		return func() {
 			<-sem
-			s.d.mu.Lock()
+			s.mu.Lock()
 			s.inFlight--
-			s.d.mu.Unlock()
+			s.mu.Unlock()
 		}
 	}
 	select {
@@ -328,13 +366,13 @@ func (s *slot) acquire(ctx context.Context, lim limits, tool string) (release fu
 	}
 	timer := time.NewTimer(lim.queueWait)
 	defer timer.Stop()
-	s.d.mu.Lock()
+	s.mu.Lock()
 	s.queued++
-	s.d.mu.Unlock()
+	s.mu.Unlock()
 	defer func() {
-		s.d.mu.Lock()
+		s.mu.Lock()
 		s.queued--
-		s.d.mu.Unlock()
+		s.mu.Unlock()
 	}()
 	for {
 		select {
@@ -343,9 +381,9 @@ func (s *slot) acquire(ctx context.Context, lim limits, tool string) (release fu
 		case <-resized:
 			// A reload changed max_concurrent: queue on the new limit,
 			// within the same wait.
-			s.d.mu.Lock()
+			s.mu.Lock()
 			sem, resized = s.sem, s.resized
-			s.d.mu.Unlock()
+			s.mu.Unlock()
 		case <-ctx.Done():
 			return nil, &Error{Code: CodeCanceled, Backend: s.cfg.Name, Tool: tool, Err: ctx.Err(),
 				Message: fmt.Sprintf("%s.%s was canceled while waiting for a free slot on backend %q", s.cfg.Name, tool, s.cfg.Name)}

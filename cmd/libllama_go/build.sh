@@ -31,7 +31,7 @@ readonly SOURCE_SHA512="sha512-bltIipuWmc123H7tMIgDGKSsSrhmhlQYeVUC48XTjVW7XGJJi
 readonly LLAMA_COMMIT=de3ff815ea7d559ee917f063901b8986f038abc6
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../../../.." && pwd)
+root=$(cd "$here/../.." && pwd)
 dir=${KILN_LLAMA_DIR:-$root/.cache/llama}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)

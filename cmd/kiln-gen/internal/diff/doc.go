@@ -2,9 +2,9 @@
 // and a freshly recorded one) and says what changed for the callers of its
 // tools. `kiln-gen diff` prints the result and exits non-zero on drift. The
 // package does no I/O of its own beyond writing to the io.Writer handed to
-// Render. The gateway does not import it (runtime never imports gen, which
-// layout_test.go checks): at run time runtime/catalog reports drift as
-// tools added, removed and changed, and `kiln-gen diff` judges it.
+// Render. It is internal to kiln-gen, so the gateway cannot import it: at
+// run time runtime/catalog reports drift as tools added, removed and
+// changed, and `kiln-gen diff` judges it.
 //
 // Every change carries a Severity judged from the caller's side. Input
 // schemas are read as contracts on what callers send, so tightening them

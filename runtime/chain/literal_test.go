@@ -11,33 +11,33 @@ import (
 	"github.com/kilnmcp/kiln/runtime/manifest"
 )
 
-// expectCall checks one ParseSimpleCall case; want nil means fall through.
-func expectCall(t *testing.T, code string, want *SimpleCall) {
+// expectCall checks one ParseLiteralCall case; want nil means fall through.
+func expectCall(t *testing.T, code string, want *LiteralCall) {
 	t.Helper()
-	got, ok := ParseSimpleCall(code)
+	got, ok := ParseLiteralCall(code)
 	if want == nil {
 		if ok {
-			t.Fatalf("ParseSimpleCall(%q) = %+v (args %s), want fall-through", code, got, got.Args)
+			t.Fatalf("ParseLiteralCall(%q) = %+v (args %s), want fall-through", code, got, got.Args)
 		}
 		return
 	}
 	if !ok {
-		t.Fatalf("ParseSimpleCall(%q) fell through, want %s.%s(%s)", code, want.Object, want.Tool, want.Args)
+		t.Fatalf("ParseLiteralCall(%q) fell through, want %s.%s(%s)", code, want.Object, want.Tool, want.Args)
 	}
 	type flat struct{ Object, Tool, Args string }
 	if d := cmp.Diff(flat{want.Object, want.Tool, string(want.Args)}, flat{got.Object, got.Tool, string(got.Args)}); d != "" {
-		t.Fatalf("ParseSimpleCall(%q) (-want +got):\n%s", code, d)
+		t.Fatalf("ParseLiteralCall(%q) (-want +got):\n%s", code, d)
 	}
 }
 
-func call(obj, tool, args string) *SimpleCall {
-	return &SimpleCall{Object: obj, Tool: tool, Args: json.RawMessage(args)}
+func call(obj, tool, args string) *LiteralCall {
+	return &LiteralCall{Object: obj, Tool: tool, Args: json.RawMessage(args)}
 }
 
-func TestParseSimpleCallForms(t *testing.T) {
+func TestParseLiteralCallForms(t *testing.T) {
 	tests := []struct {
 		name, code string
-		want       *SimpleCall
+		want       *LiteralCall
 	}{
 		{"const await return", `const r = await exa.web_search({query: "mcp"}); return r;`, call("exa", "web_search", `{"query":"mcp"}`)},
 		{"let and newlines", "let result = await exa.web_search({query: 'mcp'})\nreturn result", call("exa", "web_search", `{"query":"mcp"}`)},
@@ -82,10 +82,10 @@ func TestParseSimpleCallForms(t *testing.T) {
 	}
 }
 
-// TestParseSimpleCallFallsThrough lists near misses: each is valid or
+// TestParseLiteralCallFallsThrough lists near misses: each is valid or
 // invalid JS whose meaning differs from one plain call, so tier 2 must hand
 // it to the engine.
-func TestParseSimpleCallFallsThrough(t *testing.T) {
+func TestParseLiteralCallFallsThrough(t *testing.T) {
 	tests := []struct{ name, code string }{
 		{"mismatched return", `const r = await a.b({}); return r2;`},
 		{"return field", `const r = await a.b({}); return r.items;`},
@@ -253,7 +253,7 @@ func TestIntrospectionAnswer(t *testing.T) {
 	}
 }
 
-func FuzzParseSimpleCall(f *testing.F) {
+func FuzzParseLiteralCall(f *testing.F) {
 	for _, s := range []string{
 		`const r = await exa.search({query: "mcp"}); return r;`,
 		`return await globalThis['my-b']["t"]({a: [1, 2.5e3, -0x1f], 'b': {c: null,},})`,
@@ -265,14 +265,14 @@ func FuzzParseSimpleCall(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, code string) {
-		c, ok := ParseSimpleCall(code)
+		c, ok := ParseLiteralCall(code)
 		if ok {
 			if !json.Valid(c.Args) {
-				t.Fatalf("ParseSimpleCall(%q) returned invalid JSON args %q", code, c.Args)
+				t.Fatalf("ParseLiteralCall(%q) returned invalid JSON args %q", code, c.Args)
 			}
 			var obj map[string]json.RawMessage
 			if err := json.Unmarshal(c.Args, &obj); err != nil {
-				t.Fatalf("ParseSimpleCall(%q) args %s are not an object: %v", code, c.Args, err)
+				t.Fatalf("ParseLiteralCall(%q) args %s are not an object: %v", code, c.Args, err)
 			}
 		}
 		ParseIntrospection(code)

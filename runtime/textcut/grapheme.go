@@ -1,4 +1,4 @@
-package pipeline
+package textcut
 
 import (
 	"unicode"
@@ -15,9 +15,9 @@ const (
 	zwnj = '\u200c'
 )
 
-// cutBefore returns the largest index ≤ n at which s can be cut without
+// Before returns the largest index ≤ n at which s can be cut without
 // splitting a grapheme cluster, falling back to a rune boundary.
-func cutBefore(s string, n int) int {
+func Before(s string, n int) int {
 	if n >= len(s) {
 		return len(s)
 	}
@@ -25,7 +25,7 @@ func cutBefore(s string, n int) int {
 		return 0
 	}
 	for i := n; i >= 0 && n-i < maxBackoff; i-- {
-		if isBoundary(s, i) {
+		if IsBoundary(s, i) {
 			return i
 		}
 	}
@@ -36,9 +36,9 @@ func cutBefore(s string, n int) int {
 	return i
 }
 
-// cutAfter returns the smallest index ≥ n at which s can be cut without
+// After returns the smallest index ≥ n at which s can be cut without
 // splitting a grapheme cluster, falling back to a rune boundary.
-func cutAfter(s string, n int) int {
+func After(s string, n int) int {
 	if n <= 0 {
 		return 0
 	}
@@ -46,7 +46,7 @@ func cutAfter(s string, n int) int {
 		return len(s)
 	}
 	for i := n; i <= len(s) && i-n < maxBackoff; i++ {
-		if isBoundary(s, i) {
+		if IsBoundary(s, i) {
 			return i
 		}
 	}
@@ -57,12 +57,12 @@ func cutAfter(s string, n int) int {
 	return i
 }
 
-// isBoundary approximates the extended grapheme cluster rules of UAX #29
-// without its tables: it never splits CRLF, a rune from a following
-// combining mark, joiner, variation selector, emoji modifier or tag, a ZWJ
-// from what follows it, or a regional-indicator flag pair. Hangul and Indic
+// IsBoundary reports whether s can be cut at i. It approximates the
+// extended grapheme cluster rules of UAX #29 without their tables: it
+// never splits CRLF, a rune from a following combining mark, joiner,
+// variation selector, emoji modifier or tag, a ZWJ from what follows it, or a regional-indicator flag pair. Hangul and Indic
 // conjunct rules are not modelled; a cut there still lands on a rune.
-func isBoundary(s string, i int) bool {
+func IsBoundary(s string, i int) bool {
 	if i <= 0 || i >= len(s) {
 		return true
 	}

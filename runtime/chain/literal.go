@@ -9,12 +9,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/kilnmcp/kiln/runtime/bridge"
-	"github.com/kilnmcp/kiln/runtime/sandbox/jslit"
+	"github.com/kilnmcp/kiln/runtime/chain/jslit"
 )
 
-// SimpleCall is a tier-2 request: one backend tool call written as
-// TypeScript simple enough to run without the JS engine.
-type SimpleCall struct {
+// LiteralCall is a tier-2 request: one backend tool call with literal
+// arguments, written in TypeScript plain enough to run without the JS
+// engine.
+type LiteralCall struct {
 	// Object and Tool are the names exactly as written: an identifier
 	// (`exa`, `my_backend`) or the contents of a string member
 	// (`globalThis['my-backend']`, `b['tool name']`). The caller resolves
@@ -27,7 +28,7 @@ type SimpleCall struct {
 	Args json.RawMessage
 }
 
-// ParseSimpleCall recognizes a single backend call:
+// ParseLiteralCall recognizes a single backend call:
 //
 //	const r = await b.t({...}); return r;
 //	return await b.t({...})
@@ -36,12 +37,12 @@ type SimpleCall struct {
 // with `globalThis.b` / `globalThis['b']` receivers, string members, and
 // arguments written as a JS object literal or strict JSON. ok is false for
 // anything it cannot prove it understands; such code must go to tier 3.
-func ParseSimpleCall(code string) (SimpleCall, bool) {
+func ParseLiteralCall(code string) (LiteralCall, bool) {
 	p, ok := newParser(code)
 	if !ok {
-		return SimpleCall{}, false
+		return LiteralCall{}, false
 	}
-	var call SimpleCall
+	var call LiteralCall
 	var root string
 	ok = p.statement(func() bool {
 		var ok bool
@@ -49,7 +50,7 @@ func ParseSimpleCall(code string) (SimpleCall, bool) {
 		return ok
 	}, func(binding string) bool { return binding != root })
 	if !ok {
-		return SimpleCall{}, false
+		return LiteralCall{}, false
 	}
 	return call, true
 }
@@ -70,7 +71,7 @@ type Introspection struct {
 
 // ParseIntrospection recognizes `__interfaces…`, `Object.keys(__interfaces…)`
 // and `__getToolInterface("x")` in the same statement forms as
-// ParseSimpleCall. ok is false for anything else.
+// ParseLiteralCall. ok is false for anything else.
 func ParseIntrospection(code string) (Introspection, bool) {
 	p, ok := newParser(code)
 	if !ok {
@@ -205,8 +206,8 @@ func (p *parser) member() (string, bool) {
 	return "", false
 }
 
-func (p *parser) call() (SimpleCall, string, bool) {
-	var c SimpleCall
+func (p *parser) call() (LiteralCall, string, bool) {
+	var c LiteralCall
 	root := p.next()
 	if root.Kind != jslit.Ident || reserved[root.Text] {
 		return c, "", false
