@@ -57,6 +57,9 @@ type stdioTransport struct{ *transport.Stdio }
 
 func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.Stdio.SendRequest(ctx, req)
+	if req.Method == string(mcp.MethodServerDiscover) && err == nil {
+		resp = checkDiscover(resp)
+	}
 	if err == nil {
 		observe(ctx, req, resp)
 	}
@@ -72,6 +75,9 @@ func (t httpTransport) SendRequest(ctx context.Context, req transport.JSONRPCReq
 		// supported gets the same request once more, instead of the SDK
 		// falling back to the legacy handshake a modern server rejects.
 		resp, err = t.StreamableHTTP.SendRequest(ctx, req)
+	}
+	if req.Method == string(mcp.MethodServerDiscover) && err == nil {
+		resp = checkDiscover(resp)
 	}
 	if err == nil {
 		observe(ctx, req, resp)
@@ -185,4 +191,28 @@ func refusedOwnVersion(resp *transport.JSONRPCResponse, err error) bool {
 	}
 	raw, _ := json.Marshal(resp.Error.Data)
 	return json.Unmarshal(raw, &data) == nil && slices.Contains(data.Supported, data.Requested)
+}
+
+// checkDiscover turns a server/discover result that lists no stateless
+// version kiln speaks into an unsupported-version error, so the SDK falls
+// back to the initialize handshake as the go-sdk client does. A 2025-11-25
+// server may answer every method it does not know with an empty result
+// (the conformance suite's do); the SDK would take that for a 2026-07-28
+// server and then skip what that revision dropped, such as resuming an SSE
+// stream the server closed before the response.
+func checkDiscover(resp *transport.JSONRPCResponse) *transport.JSONRPCResponse {
+	if resp == nil || resp.Error != nil {
+		return resp
+	}
+	var res struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	_ = json.Unmarshal(resp.Result, &res)
+	if v := mcp.NegotiateMutuallySupportedVersion(res.SupportedVersions); mcp.IsModernProtocol(v) {
+		return resp
+	}
+	return &transport.JSONRPCResponse{JSONRPC: resp.JSONRPC, ID: resp.ID, Error: &mcp.JSONRPCErrorDetails{
+		Code:    mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		Message: fmt.Sprintf("server/discover result lists no stateless protocol version kiln supports (supportedVersions %q); using the initialize handshake", res.SupportedVersions),
+	}}
 }
