@@ -48,6 +48,12 @@ type slot struct {
 	calls    int64
 	errs     int64
 	gaveUp   bool
+	// login is a call's step-up refusal (an OAuth backend that wants
+	// more scope for loginTool than its token has): the connection stays
+	// up for the other tools, but the backend shows needs_login with the
+	// command until that tool succeeds or the backend reconnects.
+	login     error
+	loginTool string
 
 	ready     chan struct{} // closed when the first connect attempt ends
 	readyOnce sync.Once
@@ -288,6 +294,7 @@ func (s *slot) serve(ctx context.Context, conn *backend.Conn, log *slog.Logger) 
 func (s *slot) set(st State, err error) {
 	s.d.mu.Lock()
 	s.state, s.err, s.since, s.conn = st, err, time.Now(), nil
+	s.login, s.loginTool = nil, ""
 	s.signalLocked()
 	s.d.mu.Unlock()
 }

@@ -273,3 +273,26 @@ func TestCloseRefusesRefresh(t *testing.T) {
 		t.Errorf("refresh after Close: err = %v", err)
 	}
 }
+
+// TestNeedsLoginCommand: the command in a needs_login error can be pasted
+// into a shell as shown, with the step-up scopes quoted when needed.
+func TestNeedsLoginCommand(t *testing.T) {
+	for _, tc := range []struct {
+		scopes []string
+		want   string
+	}{
+		{nil, "kiln auth login gh"},
+		{[]string{"repo"}, "kiln auth login gh --scope repo"},
+		{[]string{"read", "admin"}, "kiln auth login gh --scope 'read admin'"},
+		{[]string{"https://x.example/a"}, "kiln auth login gh --scope https://x.example/a"},
+		{[]string{"it's"}, `kiln auth login gh --scope 'it'\''s'`},
+	} {
+		e := &NeedsLoginError{Backend: "gh", Reason: "r", Scopes: tc.scopes}
+		if got := e.NeedsLogin(); got != tc.want {
+			t.Errorf("NeedsLogin(%q) = %q; want %q", tc.scopes, got, tc.want)
+		}
+		if !strings.HasSuffix(e.Error(), "; run: "+tc.want) {
+			t.Errorf("Error() = %q; want it to end with the command", e.Error())
+		}
+	}
+}
