@@ -125,7 +125,8 @@ func cancelRemote(ctx context.Context, t interface {
 // newTransport builds the SDK transport for a backend. For stdio it returns
 // the started process too, so Close can signal its whole process group.
 // An HTTP or SSE backend uses hc when it is set (a guarded client, or
-// runtime/oauth's), else the SDK's default client.
+// runtime/oauth's), else a default client; an HTTP backend's streams
+// resume through resumer.
 func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *ring, proc **exec.Cmd) (transport.Interface, error) {
 	switch cfg.Transport {
 	case config.TransportStdio:
@@ -144,10 +145,16 @@ func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *rin
 		}
 		return stdioTransport{transport.NewStdioWithOptions(cfg.Command, nil, cfg.Args, transport.WithCommandFunc(cmdFunc))}, nil
 	case config.TransportHTTP:
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(cfg.Headers), transport.WithHTTPHeaderFunc(propagation)}
+		// The resumer goes on top, so a resumption GET passes the bearer
+		// and address guard layers like any request.
+		rc := &http.Client{}
 		if hc != nil {
-			opts = append(opts, transport.WithHTTPBasicClient(hc))
+			c := *hc
+			rc = &c
 		}
+		rc.Transport = newResumer(rc.Transport)
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(cfg.Headers), transport.WithHTTPHeaderFunc(propagation),
+			transport.WithHTTPBasicClient(rc)}
 		if listen {
 			// Servers may send requests not tied to a call (elicitation
 			// from a tool that does not relate it) on the GET stream.
