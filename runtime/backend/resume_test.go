@@ -21,19 +21,23 @@ import (
 
 // resumeServer is the go-sdk's streamable HTTP server with an event store,
 // whose tool "work" is answered over a stream that ends before the result:
-// cut resets the connection after the first event (a network fault, made by
-// a wrapper since no real server breaks its own connection), otherwise the
-// tool closes the stream itself with a retry hint (SEP-1699). It counts the
-// tools/call POSTs and the GETs that resume with Last-Event-ID.
+// cut breaks the connection after the first event with an ID (a network
+// fault, made by a wrapper since no real server breaks its own
+// connection), otherwise the tool closes the stream itself with a retry
+// hint (SEP-1699). cutGET breaks the first GET stream the same way. It
+// counts the tools/call POSTs and the GETs that resume with Last-Event-ID.
 type resumeServer struct {
 	url            string
+	srv            *sdk.Server
 	calls, resumes atomic.Int64
+	listening, cut chan struct{} // a GET stream opened; a GET stream was cut
 }
 
-func startResumeServer(t *testing.T, cut bool) *resumeServer {
+func startResumeServer(t *testing.T, cut, cutGET bool) *resumeServer {
 	t.Helper()
-	rs := &resumeServer{}
+	rs := &resumeServer{listening: make(chan struct{}, 8), cut: make(chan struct{}, 8)}
 	s := sdk.NewServer(&sdk.Implementation{Name: "resume", Version: "1"}, nil)
+	rs.srv = s
 	sdk.AddTool(s, &sdk.Tool{Name: "work", Description: "answers after its stream ended"},
 		func(ctx context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 			if !cut && req.Extra != nil && req.Extra.CloseSSEStream != nil {
@@ -47,13 +51,23 @@ func startResumeServer(t *testing.T, cut bool) *resumeServer {
 		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") != "" {
 			rs.resumes.Add(1)
 		}
+		if r.Method == http.MethodGet && r.Header.Get("Last-Event-ID") == "" {
+			select {
+			case rs.listening <- struct{}{}:
+			default:
+			}
+			if cutGET {
+				cutGET = false // one GET stream per session, opened once the session is up
+				w, r = cutting(w, r, rs.cut)
+			}
+		}
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			if bytes.Contains(body, []byte(`"tools/call"`)) {
 				rs.calls.Add(1)
 				if cut {
-					w = &resetAfterFlush{ResponseWriter: w}
+					w, r = cutting(w, r, nil)
 				}
 			}
 		}
@@ -64,12 +78,17 @@ func startResumeServer(t *testing.T, cut bool) *resumeServer {
 	return rs
 }
 
-// resetAfterFlush flushes the first event to the client, then resets the
-// connection; later writes fail as on a dead socket.
+// resetAfterFlush passes the response on until a flush after an event
+// with an ID, then closes the connection under the chunked body (the
+// client reads an unexpected EOF, not an end); later writes fail as on a
+// dead socket.
 type resetAfterFlush struct {
 	http.ResponseWriter
-	mu  sync.Mutex
-	cut bool
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	sent   []byte
+	cut    bool
 }
 
 func (c *resetAfterFlush) Write(p []byte) (int, error) {
@@ -78,6 +97,7 @@ func (c *resetAfterFlush) Write(p []byte) (int, error) {
 	if c.cut {
 		return 0, net.ErrClosed
 	}
+	c.sent = append(c.sent, p...)
 	return c.ResponseWriter.Write(p)
 }
 
@@ -88,16 +108,27 @@ func (c *resetAfterFlush) FlushError() error {
 		return net.ErrClosed
 	}
 	rc := http.NewResponseController(c.ResponseWriter)
-	if err := rc.Flush(); err != nil {
+	if err := rc.Flush(); err != nil || !bytes.Contains(c.sent, []byte("\nid: ")) && !bytes.HasPrefix(c.sent, []byte("id: ")) {
 		return err
 	}
 	conn, _, err := rc.Hijack()
 	if err != nil {
 		return err
 	}
-	_ = conn.(*net.TCPConn).SetLinger(0)
 	c.cut = true
+	// A server notices a dead connection and ends the request; after a
+	// hijack net/http does not, so the wrapper does.
+	c.cancel()
+	if c.done != nil {
+		c.done <- struct{}{}
+	}
 	return conn.Close()
+}
+
+// cutting wraps a request whose connection is to be broken.
+func cutting(w http.ResponseWriter, r *http.Request, done chan struct{}) (http.ResponseWriter, *http.Request) {
+	ctx, cancel := context.WithCancel(r.Context())
+	return &resetAfterFlush{ResponseWriter: w, done: done, cancel: cancel}, r.WithContext(ctx)
 }
 
 // TestResumeStream: a call whose response stream is reset mid-call, or
@@ -109,7 +140,7 @@ func TestResumeStream(t *testing.T) {
 		cut  bool
 	}{{"connection reset", true}, {"server closes with retry hint", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs := startResumeServer(t, tc.cut)
+			rs := startResumeServer(t, tc.cut, false)
 			c := dial(t, &config.Backend{Name: "resume", Transport: config.TransportHTTP, URL: rs.url, Enabled: true})
 			if c.ProtocolVersion() >= statelessProtocol {
 				t.Fatalf("protocol %s: resumable streams need a 2025-11-25 session", c.ProtocolVersion())
@@ -125,6 +156,45 @@ func TestResumeStream(t *testing.T) {
 				t.Error("no GET with Last-Event-ID reached the server")
 			}
 		})
+	}
+}
+
+// TestResumeListenStream: a notification the server sends while kiln's GET
+// stream is broken reaches kiln through the stream resumed with
+// Last-Event-ID. The SDK alone reconnects without it a second later, which
+// a server without an event store answers with new events only, and the
+// go-sdk's with the whole stream again.
+func TestResumeListenStream(t *testing.T) {
+	rs := startResumeServer(t, false, true)
+	notes := make(chan string, 16)
+	cfg := &config.Backend{Name: "resume", Transport: config.TransportHTTP, URL: rs.url, Enabled: true}
+	c, err := DialTimeout(t.Context(), cfg, 20*time.Second, Options{Listen: true, OnNotification: func(method string, _ json.RawMessage) {
+		notes <- method
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	<-rs.listening
+	noop := func(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolResult, any, error) {
+		return &sdk.CallToolResult{}, nil, nil
+	}
+	sdk.AddTool(rs.srv, &sdk.Tool{Name: "first"}, noop) // its list_changed goes out, then the stream breaks
+	<-rs.cut
+	if m := <-notes; m != "notifications/tools/list_changed" {
+		t.Fatalf("first notification %q", m)
+	}
+	sdk.AddTool(rs.srv, &sdk.Tool{Name: "second"}, noop) // sent while the stream is down
+	select {
+	case m := <-notes:
+		if m != "notifications/tools/list_changed" {
+			t.Errorf("second notification %q", m)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the notification sent while the GET stream was down never arrived")
+	}
+	if rs.resumes.Load() == 0 {
+		t.Error("no GET with Last-Event-ID reached the server")
 	}
 }
 

@@ -2,17 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 )
 
 // cutStreams breaks the network connection of every tools/call of tool
 // (FAULT_HTTP_CUT_STREAM) right after the first SSE event of its response
-// stream reaches the client: a connection reset mid-call, as a proxy or a
+// stream reaches the client: a connection lost mid-call, as a proxy or a
 // flaky network causes. The server keeps the session and an event store
 // (enabled with the fault), so the call runs on and its result waits to be
 // replayed to a client that resumes the stream with Last-Event-ID.
@@ -32,7 +32,11 @@ func cutStreams(tool string, events *eventLog, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		next.ServeHTTP(&cutter{ResponseWriter: w, events: events, what: "call " + tool + " id=" + rawID(m.ID)}, r)
+		// After a hijack net/http no longer ends the request when the
+		// connection dies, as it otherwise would; the cutter does.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		next.ServeHTTP(&cutter{ResponseWriter: w, events: events, cancel: cancel, what: "call " + tool + " id=" + rawID(m.ID)}, r.WithContext(ctx))
 	})
 }
 
@@ -40,10 +44,13 @@ func cutStreams(tool string, events *eventLog, next http.Handler) http.Handler {
 var errCut = errors.New("faultserver: connection cut")
 
 // cutter passes the response on until the first flush, flushes it, then
-// resets the connection (linger 0: the client reads a reset, not an end).
+// closes the connection under the unfinished chunked body: the client reads
+// an unexpected EOF, not an end (a reset could discard the flushed event
+// before the client reads it).
 type cutter struct {
 	http.ResponseWriter
 	events *eventLog
+	cancel context.CancelFunc
 	what   string
 
 	mu  sync.Mutex
@@ -75,10 +82,8 @@ func (c *cutter) FlushError() error {
 	if err != nil {
 		return err
 	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
 	_ = conn.Close()
+	c.cancel()
 	c.cut = true
 	c.events.add("cut stream of %s", c.what)
 	return nil

@@ -46,7 +46,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	delay := fs.String("start-delay", getenv("FAULT_START_DELAY"), "sleep this long before serving")
 	exit := fs.String("exit-at-start", getenv("FAULT_EXIT_AT_START"), "exit with this code before serving")
 	crash := fs.String("crash-after", getenv("FAULT_CRASH_AFTER"), "exit(3) on the N-th tools/call")
-	fs.StringVar(&cfg.cutStream, "cut-stream", getenv("FAULT_HTTP_CUT_STREAM"), "HTTP only: reset the connection of each call of this tool after its first SSE event")
+	fs.StringVar(&cfg.cutStream, "cut-stream", getenv("FAULT_HTTP_CUT_STREAM"), "HTTP only: break the connection of each call of this tool after its first SSE event")
 	// Switches read their variable before the flags are defined, so that
 	// a bare --stateless can override it like any boolean flag.
 	var err error
