@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -163,4 +164,34 @@ func storedScopes(t *testing.T, state, backend string) []string {
 		t.Fatal(err)
 	}
 	return rec.Scopes
+}
+
+// TestOAuthLoginSlowApproval: a person takes longer than mcp-go's 5 s
+// server/discover probe to approve in the browser; the login still
+// completes with one authorization, instead of the probe giving up on it
+// and the fallback handshake asking for a second. The browser here is a
+// script that waits 6 s before following the URL: the wait is the
+// behaviour under test, so there is no signal to await instead.
+func TestOAuthLoginSlowApproval(t *testing.T) {
+	rig := startOAuthRig(t)
+	state := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte(rig.config(t, state)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	browser := filepath.Join(t.TempDir(), "slow-browser")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\nsleep 6\nexec curl -s -o /dev/null -L \"$1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), kilnBin(t), "auth", "login", "hosted", "--config", cfg)
+	cmd.Env = append(os.Environ(), "BROWSER="+browser)
+	raw, err := cmd.CombinedOutput()
+	out := string(raw)
+	t.Logf("kiln auth login hosted:\n%s", out)
+	if err != nil || !strings.Contains(out, "logged in to hosted") {
+		t.Fatalf("slow login: %v", err)
+	}
+	if n := strings.Count(out, "Open this URL"); n != 1 {
+		t.Errorf("the person was asked %d times; want once", n)
+	}
 }
