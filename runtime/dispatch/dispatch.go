@@ -207,12 +207,17 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 	cctx, cancel := context.WithDeadline(withClient(ctx), deadline)
 	defer cancel()
 	res, err := conn.CallTool(cctx, tool, args, callOpts)
+	d.noteLogin(s, tool, err)
+	var login interface{ NeedsLogin() string }
 	switch {
 	case err == nil:
 		if !res.IsError && d.opts.OnCall != nil {
 			d.opts.OnCall(id)
 		}
 		return res, nil
+	case errors.As(err, &login):
+		return nil, &Error{Code: CodeBackend, Backend: backendName, Tool: tool, Err: err,
+			Message: fmt.Sprintf("%s failed: %v\nA person must run `%s`; kiln then uses the new token without a restart. kiln://backend/%s shows needs_login until then.", id, err, login.NeedsLogin(), backendName)}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return nil, &Error{Code: CodeTimeout, Backend: backendName, Tool: tool, Err: err,
 			Message: fmt.Sprintf("%s did not answer before the caller's deadline (the call_tool_chain timeout); kiln told %s to stop; pass a larger timeout or split the work", id, backendName)}
@@ -228,6 +233,20 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 	default:
 		return nil, &Error{Code: CodeBackend, Backend: backendName, Tool: tool, Err: err,
 			Message: fmt.Sprintf("%s failed: %v\nRead kiln://backend/%s for the backend's state.", id, err, backendName)}
+	}
+}
+
+// noteLogin records a call's step-up refusal on its slot, or clears the
+// one an earlier call of the same tool left once the tool answers.
+func (d *Dispatcher) noteLogin(s *slot, tool string, err error) {
+	var login interface{ NeedsLogin() string }
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case errors.As(err, &login):
+		s.login, s.loginTool = err, tool
+	case err == nil && s.loginTool == tool:
+		s.login, s.loginTool = nil, ""
 	}
 }
 

@@ -54,6 +54,9 @@ func (d *Dispatcher) Status() []Status {
 		if s.err != nil {
 			st.Error = s.err.Error()
 		}
+		if s.login != nil && s.state == StateHealthy {
+			st.State, st.Error = StateNeedsLogin, s.login.Error()
+		}
 		if s.conn != nil {
 			st.ProtocolVersion = s.conn.ProtocolVersion()
 			st.StderrTail = s.conn.StderrTail(20)

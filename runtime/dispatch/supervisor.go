@@ -58,6 +58,12 @@ type supervisor struct {
 	calls    int64
 	errs     int64
 	gaveUp   bool
+	// login is a call's step-up refusal (an OAuth backend that wants
+	// more scope for loginTool than its token has): the connection stays
+	// up for the other tools, but the backend shows needs_login with the
+	// command until that tool succeeds or the backend reconnects.
+	login     error
+	loginTool string
 
 	ready     chan struct{} // closed when the first connect attempt ends
 	readyOnce sync.Once
@@ -330,6 +336,7 @@ func (s *supervisor) serve(ctx context.Context, conn *backend.Conn, log *slog.Lo
 func (s *supervisor) set(st State, err error) {
 	s.mu.Lock()
 	s.state, s.err, s.since, s.conn = st, err, time.Now(), nil
+	s.login, s.loginTool = nil, ""
 	s.signalLocked()
 	s.mu.Unlock()
 }
