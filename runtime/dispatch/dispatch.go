@@ -236,9 +236,9 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 	}
 }
 
-// noteLogin records a call's step-up refusal on its slot, or clears the
+// noteLogin records a call's step-up refusal on its supervisor, or clears the
 // one an earlier call of the same tool left once the tool answers.
-func (d *Dispatcher) noteLogin(s *slot, tool string, err error) {
+func (d *Dispatcher) noteLogin(s *supervisor, tool string, err error) {
 	var login interface{ NeedsLogin() string }
 	d.mu.Lock()
 	defer d.mu.Unlock()
