@@ -12,7 +12,7 @@ import (
 var (
 	topKeys     = []string{"version", "gateway", "backends"}
 	gatewayKeys = []string{"name", "state_dir", "call_timeout", "connect_timeout", "max_output_size", "log_level",
-		"sandbox", "output", "health", "registration", "http", "semantic", "expose", "pin", "metrics_addr", "drain_timeout"}
+		"sandbox", "output", "health", "registration", "http", "semantic", "expose", "pin", "metrics_addr", "drain_timeout", "state_url"}
 	sandboxKeys      = []string{"timeout", "max_timeout", "memory", "max_calls", "max_concurrent", "queue_wait"}
 	outputKeys       = []string{"intent_filter", "auto_chunk_json", "smart_truncation", "size_footer", "intent_threshold", "chunk_threshold", "truncate_at"}
 	healthKeys       = []string{"interval", "timeout", "failures"}
