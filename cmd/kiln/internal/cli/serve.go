@@ -126,6 +126,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer closeSearcher()
 
+	st, err := openState(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	}
+	defer st.close()
+
 	usage, err := search.OpenUsage(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -176,7 +183,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	op.disp.Store(disp)
 	// The catalog exists before the server it notifies; changes before the
 	// server does are picked up by its first listing.
-	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log,
+	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log, Store: st.registrations(cfg),
 		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) },
 		OnChange: func() {
 			if srv := srvRef.Load(); srv != nil {
@@ -188,6 +195,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// Restored registrations are listed before the first request; their
 	// backends connect in the background.
 	cat.Restore(ctx)
+	cat.Follow(ctx)
 	if cfg.FromFile {
 		go watchConfig(ctx, cfg, time.Second, log, func(next *config.Config) {
 			scrubber.Learn(secretValues(next)...)

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+
+	"github.com/kilnmcp/kiln/runtime/catalog"
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/scrub"
+	"github.com/kilnmcp/kiln/runtime/state"
+)
+
+// sharedState is where kiln keeps what outlives one process: Redis when
+// gateway.state_url is set (a fleet), else files in gateway.state_dir.
+type sharedState struct {
+	redis *state.Redis // nil without state_url
+}
+
+// openState connects to gateway.state_url when it is set; Redis that does
+// not answer stops kiln (the error names the key and the fix) rather than
+// leaving this replica on local files, disagreeing with the fleet.
+func openState(ctx context.Context, cfg *config.Config, log *slog.Logger) (*sharedState, error) {
+	if cfg.Gateway.StateURL == "" {
+		return &sharedState{}, nil
+	}
+	r, err := state.Open(ctx, cfg.Gateway.StateURL, cfg.Gateway.ConnectTimeout, state.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &sharedState{redis: r}, nil
+}
+
+func (s *sharedState) close() {
+	if s.redis != nil {
+		s.redis.Close()
+	}
+}
+
+// registrations is the catalog's store: the fleet's in Redis (always kept:
+// replicas must agree whatever registration.persist says), else the state
+// file when registration.persist is on, else none.
+func (s *sharedState) registrations(cfg *config.Config) catalog.Store {
+	switch {
+	case s.redis != nil:
+		return s.redis.Hash("registrations")
+	case cfg.Gateway.Registration.Persist:
+		return catalog.NewFileStore(filepath.Join(cfg.Gateway.StateDir, catalog.RegistrationsFile))
+	}
+	return nil
+}
+
+// stateURLSecret is the password in gateway.state_url, for the scrubber.
+func stateURLSecret(cfg *config.Config) []scrub.Value {
+	u, err := url.Parse(cfg.Gateway.StateURL)
+	if err != nil || u.User == nil {
+		return nil
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		return []scrub.Value{{Name: "gateway.state_url", Value: pw}}
+	}
+	return nil
+}
