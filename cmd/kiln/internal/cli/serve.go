@@ -190,7 +190,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				srv.SyncTools()
 			}
 		}})
-	disp.Start(ctx)
+	// Backends outlive the drain until the front door has shut down
+	// (disp.Close, deferred): a request that reached kiln just before it
+	// stopped listening must still find its backend running, or a rolling
+	// restart loses calls ("backend is stopped").
+	disp.Start(context.WithoutCancel(ctx))
 	defer disp.Close()
 	// Restored registrations are listed before the first request; their
 	// backends connect in the background.
