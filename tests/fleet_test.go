@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -388,4 +389,60 @@ func checkFleet(t *testing.T, all []outcome, clients []*fleetClient, onK1 []stri
 	t.Logf("fleet: %d calls before the kill; after kill -9 of k1: %d served, %d failed (%d were in flight), every client served again within %s; mcp-go sessions on k1 at the kill: %v; re-initialized after a 404 or a lost connection: %v",
 		before, afterOK, afterFailed, inFlight, slowest.Round(time.Millisecond), onK1, reinitAfterKill)
 	t.Logf("fleet: rolling restart of both replicas under load (%s): %d calls served, %d failed; re-initialized: %v", rollEnd.Sub(rollStart).Round(100*time.Millisecond), rollOK, rollFailed, reinitRoll)
+}
+
+// TestFleetStateDown: Redis that does not answer at start stops kiln with
+// an error naming the key and the fix; Redis lost later is logged once,
+// calls go on, and a registration is refused rather than made on one
+// replica only.
+func TestFleetStateDown(t *testing.T) {
+	rds := redistest.StartTCP(t)
+	web := startFaultHTTPServer(t)
+	webHost := strings.TrimSuffix(strings.TrimPrefix(web, "http://"), "/mcp")
+	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\ngateway:\n  state_dir: %s\n  state_url: %s\n  registration:\n    allow_hosts: [%q]\nbackends: {}\n",
+		t.TempDir(), rds.URL, webHost)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startReplica(t, "k1", cfg, freePort(t))
+	s := newMCPGoHTTP(t, r.base())
+	tpl := func(name string) map[string]any {
+		return map[string]any{"manual_call_template": map[string]any{"name": name, "transport": "http", "url": web}}
+	}
+	if res, err := s.Call(t.Context(), "register_manual", tpl("web")); err != nil || res.IsError {
+		t.Fatalf("register_manual: %v %s", err, res.Text())
+	}
+	rds.Stop()
+	eventually(t, "kiln logs that shared state is unreachable", func() bool {
+		return strings.Contains(r.logged(), "shared state unreachable")
+	})
+	if res, err := s.Call(t.Context(), "call_tool_chain", map[string]any{"code": echoCode("redis down")}); err != nil || checkEcho(res, "redis down") != nil {
+		t.Errorf("a call with Redis down: %v %s", err, res.Text())
+	}
+	res, err := s.Call(t.Context(), "register_manual", tpl("web2"))
+	if err != nil || !res.IsError || !strings.Contains(res.Text(), "could not save the registration") {
+		t.Errorf("register_manual with Redis down: %v %s; want a refusal saying the registration could not be saved", err, res.Text())
+	}
+
+	down := startOpsKilnExpectExit(t, cfg)
+	for _, want := range []string{"gateway.state_url: Redis at " + rds.Addr + " did not answer", "start it or fix the URL"} {
+		if !strings.Contains(down, want) {
+			t.Errorf("kiln started with Redis down said:\n%s\nwant it to say %q", down, want)
+		}
+	}
+}
+
+// startOpsKilnExpectExit runs kiln serve on cfg, which must make it exit
+// non-zero within 30s, and returns its stderr.
+func startOpsKilnExpectExit(t *testing.T, cfg string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kilnBin(t), "serve", "--config", cfg, "--http", "127.0.0.1:0")
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("kiln did not exit with an error (err %v):\n%s", err, out)
+	}
+	return string(out)
 }

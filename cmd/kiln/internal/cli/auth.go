@@ -49,7 +49,13 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitUsage
 	}
-	store := oauth.NewStore(filepath.Join(cfg.Gateway.StateDir, "oauth"))
+	st, err := openState(ctx, cfg, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	}
+	defer st.close()
+	store := st.tokens(cfg)
 	switch args[0] {
 	case "status":
 		return authStatus(cfg, store, stdout, stderr)
@@ -71,7 +77,7 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "logged out of %s; its stored token is deleted\n", b.Name)
 			return exitOK
 		}
-		return authLogin(ctx, cfg, b, !*noBrowser, stdout, stderr)
+		return authLogin(ctx, cfg, store, b, !*noBrowser, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "kiln auth: unknown command %q\n\n%s", args[0], authUsage)
 	return exitUsage
@@ -94,7 +100,7 @@ func findAuthBackend(cfg *config.Config, name string) *config.Backend {
 	return nil
 }
 
-func authStatus(cfg *config.Config, store *oauth.Store, stdout, stderr io.Writer) int {
+func authStatus(cfg *config.Config, store oauth.TokenStore, stdout, stderr io.Writer) int {
 	n := 0
 	for _, b := range cfg.Backends {
 		if b.Auth == nil {
@@ -146,7 +152,7 @@ func refreshNote(r *oauth.Record) string {
 // (RFC 8252): it listens on the redirect address, shows the authorization
 // URL, waits for the code, then connects once so the backend confirms
 // the token works.
-func authLogin(ctx context.Context, cfg *config.Config, b *config.Backend, browser bool, stdout, stderr io.Writer) int {
+func authLogin(ctx context.Context, cfg *config.Config, store oauth.TokenStore, b *config.Backend, browser bool, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, loginTimeout)
 	defer cancel()
 	addr, path := "127.0.0.1:0", "/callback"
@@ -189,7 +195,7 @@ func authLogin(ctx context.Context, cfg *config.Config, b *config.Backend, brows
 			return oauth.Callback{}, fmt.Errorf("no authorization arrived at %s within %s", redirect, loginTimeout)
 		}
 	}
-	mgr := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), Authorize: authorize, RedirectURL: redirect})
+	mgr := oauth.NewManager(oauth.ManagerOptions{Store: store, Authorize: authorize, RedirectURL: redirect})
 	// A login replaces whatever was stored: the person asked for a new one.
 	if err := mgr.Store().Update(b.Name, func(*oauth.Record) (*oauth.Record, error) { return nil, nil }); err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -218,7 +224,11 @@ func authLogin(ctx context.Context, cfg *config.Config, b *config.Backend, brows
 		fmt.Fprintf(stderr, "kiln auth login %s: the backend accepted kiln without asking for authorization; nothing stored\n", b.Name)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "logged in to %s (%d tools); token stored under %s\n", b.Name, len(tools), filepath.Join(cfg.Gateway.StateDir, "oauth"))
+	where := filepath.Join(cfg.Gateway.StateDir, "oauth")
+	if cfg.Gateway.StateURL != "" {
+		where = "the fleet's shared state (gateway.state_url)"
+	}
+	fmt.Fprintf(stdout, "logged in to %s (%d tools); token stored under %s\n", b.Name, len(tools), where)
 	return exitOK
 }
 

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -133,13 +132,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer st.close()
 
-	usage, err := search.OpenUsage(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
+	usage, saveEvery, err := st.usage(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitFail
 	}
 	defer saveUsage(usage, log)
-	go saveUsageEvery(ctx, usage, log, 30*time.Second)
+	go saveUsageEvery(ctx, usage, log, saveEvery)
 
 	var cat *catalog.Catalog
 	// The server is built last; backends may ask for roots and the catalog
@@ -153,7 +152,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	hub := &passthroughHub{log: log, timeout: cfg.Gateway.ConnectTimeout}
-	tokens := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), OnSecret: learnTokens(scrubber), Logger: log})
+	tokens := oauth.NewManager(oauth.ManagerOptions{Store: st.tokens(cfg), OnSecret: learnTokens(scrubber), Logger: log})
 	defer tokens.Close() // runs after the dispatcher closes its backends
 	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
 		HTTPClient: tokens.HTTPClient,

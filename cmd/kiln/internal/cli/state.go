@@ -5,10 +5,13 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"time"
 
 	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/oauth"
 	"github.com/kilnmcp/kiln/runtime/scrub"
+	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/state"
 )
 
@@ -49,6 +52,27 @@ func (s *sharedState) registrations(cfg *config.Config) catalog.Store {
 		return catalog.NewFileStore(filepath.Join(cfg.Gateway.StateDir, catalog.RegistrationsFile))
 	}
 	return nil
+}
+
+// tokens is the OAuth token store: the fleet's in Redis, else files in
+// state_dir/oauth.
+func (s *sharedState) tokens(cfg *config.Config) oauth.TokenStore {
+	if s.redis != nil {
+		return oauth.NewSharedStore(s.redis.Hash("oauth"))
+	}
+	return oauth.NewStore(filepath.Join(cfg.Gateway.StateDir, "oauth"))
+}
+
+// usage opens the search usage counts and says how often to save them: a
+// fleet shares them every 10s, so replicas rank alike soon; a file is
+// rewritten every 30s, which bounds what a crash loses.
+func (s *sharedState) usage(ctx context.Context, cfg *config.Config) (*search.Usage, time.Duration, error) {
+	if s.redis != nil {
+		u, err := search.OpenSharedUsage(ctx, s.redis.Counters("usage"))
+		return u, 10 * time.Second, err
+	}
+	u, err := search.OpenUsage(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
+	return u, 30 * time.Second, err
 }
 
 // stateURLSecret is the password in gateway.state_url, for the scrubber.
