@@ -446,3 +446,58 @@ func startOpsKilnExpectExit(t *testing.T, cfg string) string {
 	}
 	return string(out)
 }
+
+// TestOAuthFleetSharesTokens: with gateway.state_url, kiln auth login
+// stores the token in Redis, and two replicas with separate state_dirs
+// call a backend behind OAuth, refreshing its short-lived token under the
+// fleet-wide lock: no call fails, none falls to needs_login, and no token
+// file is written.
+func TestOAuthFleetSharesTokens(t *testing.T) {
+	rds := redistest.StartTCP(t)
+	rig := startOAuthRig(t)
+	states := []string{t.TempDir(), t.TempDir()}
+	var cfgs []string
+	for _, st := range states {
+		text := strings.Replace(rig.config(t, st), "gateway:\n", "gateway:\n  state_url: "+rds.URL+"\n", 1)
+		cfgs = append(cfgs, text)
+	}
+	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, []byte(cfgs[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kilnAuth(t, cfg, "login", "hosted"); err != nil || !strings.Contains(out, "shared state") {
+		t.Fatalf("login: %v\n%s", err, out)
+	}
+	ks := []*faultKiln{startFaultKilnWith(t, cfgs[0]), startFaultKilnWith(t, cfgs[1])}
+	var wg sync.WaitGroup
+	errs := make(chan string, 40)
+	for _, k := range ks {
+		name := toolNamed(t, k, "hosted", "whoami")
+		wg.Go(func() {
+			for i := range 10 {
+				if r := k.call(t.Context(), name, nil, nil); r.IsError || r.Text() != "user alice" {
+					errs <- fmt.Sprintf("call %d: isError=%v %q", i, r.IsError, r.Text())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if n := rig.refreshes.Load(); n < 2 {
+		t.Errorf("%d refreshes; the test needs both replicas refreshing", n)
+	}
+	if slices.ContainsFunc(ks, func(k *faultKiln) bool { return k.logged("refresh token was refused") }) {
+		t.Error("a replica fell to needs_login")
+	}
+	for _, st := range states {
+		if _, err := os.Stat(filepath.Join(st, "oauth", "hosted.json")); err == nil {
+			t.Errorf("a token file was written in %s although tokens live in Redis", st)
+		}
+	}
+	if out, err := kilnAuth(t, cfg, "status"); err != nil || !strings.Contains(out, "hosted: logged in") {
+		t.Errorf("kiln auth status with state_url: %v\n%s", err, out)
+	}
+}
