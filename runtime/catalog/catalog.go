@@ -110,7 +110,7 @@ func New(opts Options) *Catalog {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Catalog{opts: opts, log: log, cfg: opts.Config, compiled: map[string]*manifest.Manifest{},
-		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}}
+		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}, ignored: map[string]string{}}
 	c.hideUndeclared()
 	for _, b := range opts.Registry.Backends() {
 		if b.Compiled {

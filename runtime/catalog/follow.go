@@ -45,9 +45,6 @@ func (c *Catalog) sync(ctx context.Context) {
 			c.log.Info("backend deregistered by another replica", "backend", name)
 		}
 	}
-	if c.ignored == nil {
-		c.ignored = map[string]string{}
-	}
 	for _, name := range slices.Sorted(maps.Keys(recs)) {
 		if c.dynamic[name] != nil || c.pending[name] {
 			continue

@@ -284,7 +284,12 @@ func (c *Catalog) Restore(ctx context.Context) {
 			c.log.Warn("could not restore a runtime registration", "backend", p.Name, "err", err)
 			if !shared {
 				_ = c.opts.Store.Delete(ctx, p.Name)
+				continue
 			}
+			// Follow's resyncs skip it until the record changes.
+			c.mu.Lock()
+			c.ignored[name] = string(recs[name])
+			c.mu.Unlock()
 		}
 	}
 	if len(legacy) == 0 {

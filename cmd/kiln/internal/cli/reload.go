@@ -64,6 +64,8 @@ func restartOnly(a, b *config.Config) []string {
 	}{
 		{"gateway.name", ga.Name, gb.Name},
 		{"gateway.state_dir", ga.StateDir, gb.StateDir},
+		{"gateway.state_url", ga.StateURL, gb.StateURL},
+		{"gateway.registration.persist", ga.Registration.Persist, gb.Registration.Persist},
 		{"gateway.max_output_size", ga.MaxOutputSize, gb.MaxOutputSize},
 		{"gateway.log_level", ga.LogLevel, gb.LogLevel},
 		{"gateway.sandbox", ga.Sandbox, gb.Sandbox},
