@@ -301,9 +301,13 @@ backends: {}
 	// drained (SIGTERM) and started again.
 	rollStart := time.Now()
 	rs[0] = startReplica(t, "k1", cfg, ports[0])
+	awaitInRotation(t, front, "k1")
 	for i := range rs {
 		rs[i].stop(t, syscall.SIGTERM)
 		rs[i] = startReplica(t, rs[i].name, cfg, ports[i])
+		// As an operator's rollout waits for readiness: the next replica
+		// goes down only once HAProxy sends traffic to this one again.
+		awaitInRotation(t, front, rs[i].name)
 	}
 	time.Sleep(time.Second) // load on the restarted fleet
 	rollEnd := time.Now()
@@ -323,6 +327,24 @@ backends: {}
 			t.Errorf("restarted %s does not serve the registered backend: %v %s", r.name, err, res.Text())
 		}
 	}
+}
+
+// awaitInRotation waits (at most 10s) until HAProxy routes a request to
+// the named replica, which round robin does once its health check passes.
+func awaitInRotation(t *testing.T, front, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(front + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.Header.Get("X-Kiln-Replica") == name {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("HAProxy did not route to %s within 10s of it being ready", name)
 }
 
 // checkFleet asserts the outcomes and logs the figures.
