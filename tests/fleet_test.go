@@ -438,6 +438,9 @@ func TestFleetStateDown(t *testing.T) {
 	eventually(t, "kiln logs that shared state is unreachable", func() bool {
 		return strings.Contains(r.logged(), "shared state unreachable")
 	})
+	if h := readHealth(t, r.base()); !strings.Contains(h, "; shared state unreachable") || !strings.Contains(h, `"backend": "(shared state)"`) {
+		t.Errorf("kiln://health with Redis down does not say so:\n%s", h)
+	}
 	if res, err := s.Call(t.Context(), "call_tool_chain", map[string]any{"code": echoCode("redis down")}); err != nil || checkEcho(res, "redis down") != nil {
 		t.Errorf("a call with Redis down: %v %s", err, res.Text())
 	}
@@ -452,6 +455,33 @@ func TestFleetStateDown(t *testing.T) {
 			t.Errorf("kiln started with Redis down said:\n%s\nwant it to say %q", down, want)
 		}
 	}
+}
+
+// readHealth reads kiln://health with an mcp-go client.
+func readHealth(t *testing.T, base string) string {
+	t.Helper()
+	c, err := mcpclient.NewStreamableHttpClient(base + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ClientInfo: mcpgo.Implementation{Name: "health", Version: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.ReadResource(t.Context(), mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: "kiln://health"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, rc := range res.Contents {
+		if tc, ok := rc.(mcpgo.TextResourceContents); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 // startOpsKilnExpectExit runs kiln serve on cfg, which must make it exit

@@ -33,6 +33,7 @@ type Redis struct {
 	addr string // host:port or socket, for messages; never the password
 	log  *slog.Logger
 	up   atomic.Bool
+	down atomic.Pointer[error] // the last probe's failure while unreachable
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -111,6 +112,17 @@ func (r *Redis) Addr() string { return r.addr }
 // Up reports whether the last probe reached Redis.
 func (r *Redis) Up() bool { return r.up.Load() }
 
+// Err says why the last probe did not reach Redis, or nil when it did.
+func (r *Redis) Err() error {
+	if r.up.Load() {
+		return nil
+	}
+	if e := r.down.Load(); e != nil {
+		return *e
+	}
+	return ErrUnavailable
+}
+
 // Close stops the monitor and closes the connections.
 func (r *Redis) Close() error {
 	r.stop()
@@ -135,6 +147,10 @@ func (r *Redis) monitor(ctx context.Context, every time.Duration) {
 		cancel()
 		if ctx.Err() != nil {
 			return
+		}
+		if err != nil {
+			e := fmt.Errorf("%w: Redis at %s: %v", ErrUnavailable, r.addr, err)
+			r.down.Store(&e)
 		}
 		switch was := r.up.Swap(err == nil); {
 		case was && err != nil:

@@ -126,10 +126,23 @@ func TestCountersAdd(t *testing.T) {
 func TestOutages(t *testing.T) {
 	srv := redistest.Start(t)
 	r := open(t, srv.URL)
+	if err := r.Err(); err != nil {
+		t.Errorf("Err with Redis up: %v", err)
+	}
 	srv.Stop()
 	_, err := r.Hash("registrations").All(t.Context())
 	if !errors.Is(err, state.ErrUnavailable) {
 		t.Errorf("All with Redis stopped: %v; want ErrUnavailable", err)
+	}
+	for r.Err() == nil { // the monitor probes every 100ms here
+		select {
+		case <-t.Context().Done():
+			t.Fatal("the monitor never noticed Redis was gone")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if !errors.Is(r.Err(), state.ErrUnavailable) || !strings.Contains(r.Err().Error(), srv.Addr) {
+		t.Errorf("Err with Redis stopped: %v; want ErrUnavailable naming %s", r.Err(), srv.Addr)
 	}
 	_, err = state.Open(t.Context(), srv.URL, 500*time.Millisecond, state.Options{})
 	if err == nil || !strings.Contains(err.Error(), "gateway.state_url: Redis at") || !strings.Contains(err.Error(), "does not fall back to gateway.state_dir") {

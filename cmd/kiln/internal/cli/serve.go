@@ -234,6 +234,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Logger:       log,
 		RootsChanged: func(ctx context.Context) { disp.RootsChanged(ctx) },
 		SessionEnded: disp.EndSession,
+		SharedState:  st.problem(),
 		Telemetry:    op.tel,
 		Chain: chain.New(chain.Options{
 			Caller:   caller,

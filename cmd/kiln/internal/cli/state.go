@@ -75,6 +75,14 @@ func (s *sharedState) usage(ctx context.Context, cfg *config.Config) (*search.Us
 	return u, 30 * time.Second, err
 }
 
+// problem is kiln://health's view of the shared state; nil without one.
+func (s *sharedState) problem() func() error {
+	if s.redis == nil {
+		return nil
+	}
+	return s.redis.Err
+}
+
 // stateURLSecret is the password in gateway.state_url, for the scrubber.
 func stateURLSecret(cfg *config.Config) []scrub.Value {
 	u, err := url.Parse(cfg.Gateway.StateURL)
