@@ -273,13 +273,19 @@ func (c *Catalog) Restore(ctx context.Context) {
 			c.log.Warn("a saved registration is corrupt; ignoring it", "backend", name, "err", err)
 			continue
 		}
-		if p.Manifest == nil || p.Manifest.Backend != p.Name {
+		var err error
+		switch {
+		case (p.Manifest == nil || p.Manifest.Backend != p.Name) && !shared:
 			legacy = append(legacy, p)
 			continue
+		case p.Manifest == nil || p.Manifest.Backend != p.Name:
+			// Replicas always save the tools; another kiln wrote this.
+			err = errMalformed
+		default:
+			c.mu.Lock()
+			err = c.restoreLocked(p)
+			c.mu.Unlock()
 		}
-		c.mu.Lock()
-		err := c.restoreLocked(p)
-		c.mu.Unlock()
 		if err != nil {
 			c.log.Warn("could not restore a runtime registration", "backend", p.Name, "err", err)
 			if !shared {

@@ -170,3 +170,29 @@ func within(t *testing.T, changed <-chan struct{}, d time.Duration, what string,
 		}
 	}
 }
+
+// Two replicas registering one name at once: the store's atomic Create
+// lets one win; the other, whose backend connected meanwhile, refuses and
+// stops it. A record this replica cannot use (here malformed) stands for
+// the winner's, not yet followed.
+func TestRegisterLosesRaceToAnotherReplica(t *testing.T) {
+	srv := redistest.Start(t)
+	target := mcpServer(t)
+	r, err := state.Open(t.Context(), srv.URL, 5*time.Second, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	h := r.Hash("registrations")
+	if _, err := h.Create(t.Context(), "probe", []byte(`{"name":"probe"}`)); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := replica(t, t.Context(), h, strings.TrimPrefix(target.URL, "http://"))
+	_, err = a.Register(t.Context(), "probe", json.RawMessage(`{"transport":"http","url":"`+target.URL+`/mcp"}`))
+	if err == nil || !strings.Contains(err.Error(), "registered meanwhile by another kiln replica") {
+		t.Fatalf("Register of a name another replica holds: %v", err)
+	}
+	if names := a.opts.Registry.BackendNames(); len(names) != 0 {
+		t.Errorf("listed after losing the race: %v", names)
+	}
+}
