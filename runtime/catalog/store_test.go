@@ -116,6 +116,9 @@ func TestFollowSharesRegistrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	within(t, bChanged, time.Second, "b lists probe", func() bool { return slices.Contains(b.opts.Registry.BackendNames(), "probe") })
+	if !slices.Contains(a.opts.Registry.BackendNames(), "probe") {
+		t.Error("a dropped its own registration after the store's notice of it")
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if tools, err := b.opts.Backends.Tools(ctx, "probe"); err != nil || len(tools) != 1 {
