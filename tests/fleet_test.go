@@ -104,6 +104,9 @@ func newSDKFleetClient(t *testing.T, name, front string) *fleetClient {
 	if err := connect(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	if ir := cs.InitializeResult(); ir != nil {
+		t.Logf("fleet: %s speaks %s (session id %q)", name, ir.ProtocolVersion, cs.ID())
+	}
 	t.Cleanup(func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -181,8 +184,8 @@ func load(ctx context.Context, clients []*fleetClient) <-chan []outcome {
 }
 
 // TestFleet runs two kiln replicas sharing Redis behind a real HAProxy
-// with sticky sessions, under load from six real clients (mcp-go and the
-// go-sdk): a backend registered on one replica is callable on the other
+// with sticky sessions, under load from real clients: mcp-go on stateful
+// 2025-11-25 sessions and the go-sdk on stateless 2026-07-28: a backend registered on one replica is callable on the other
 // within a second; kill -9 of that replica mid-load loses only calls in
 // flight, every client is served by the survivor afterwards (those whose
 // session lived on the dead replica get 404 and re-initialize), and the
