@@ -175,13 +175,16 @@ $(TOOLS)/helm-$(HELM_VERSION):
 
 ## helm-check: the chart in deploy/helm/kiln lints and renders (offline), with
 ## its defaults and with autoscaling and the disruption budget off; redis.enabled
-## must refuse to render until shared state exists
+## passes redis.url (or redis.urlSecret) as KILN_GATEWAY_STATE_URL, and refuses
+## to render with neither
 helm-check: $(TOOLS)/helm-$(HELM_VERSION)
 	$< lint --strict deploy/helm/kiln
 	$< template kiln deploy/helm/kiln >/dev/null
 	$< template kiln deploy/helm/kiln --set autoscaling.enabled=false,podDisruptionBudget.enabled=false >/dev/null
-	@if $< template kiln deploy/helm/kiln --set redis.enabled=true >/dev/null 2>&1; then \
-		echo "helm-check: redis.enabled=true rendered; it must fail until gateway.state_url exists"; exit 1; fi
+	$< template kiln deploy/helm/kiln --set redis.enabled=true | grep -q 'KILN_GATEWAY_STATE_URL, value: "redis://kiln-redis:6379/0"'
+	$< template kiln deploy/helm/kiln --set redis.enabled=true,redis.urlSecret.secretName=r,redis.urlSecret.key=url | grep -q 'secretKeyRef: {name: r, key: url}'
+	@if $< template kiln deploy/helm/kiln --set redis.enabled=true,redis.url= >/dev/null 2>&1; then \
+		echo "helm-check: redis.enabled=true without a URL rendered; it must fail"; exit 1; fi
 
 ci: test
 

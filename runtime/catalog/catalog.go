@@ -69,7 +69,11 @@ type Options struct {
 	// held so changes arrive in order: it must not call back into methods
 	// that lock (Bare and View are safe).
 	OnChange func()
-	Logger   *slog.Logger
+	// Store keeps registrations across restarts and, when it is a
+	// Watcher, shares them with other replicas (Follow); nil keeps them
+	// in memory only.
+	Store  Store
+	Logger *slog.Logger
 }
 
 // Catalog is safe for concurrent use.
@@ -83,6 +87,9 @@ type Catalog struct {
 	drift   map[string]Drift
 	dynamic map[string]json.RawMessage // definitions registered at run time, by name
 	pending map[string]bool            // registrations still connecting
+	// ignored holds shared records this replica refused (by name: the
+	// record), so each is logged once, not at every resync.
+	ignored map[string]string
 	view    atomic.Pointer[View]
 	// hidden are compiled backends the running config does not name: out
 	// of the registry, the search index and the sandbox; unbind is the
@@ -103,7 +110,7 @@ func New(opts Options) *Catalog {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Catalog{opts: opts, log: log, cfg: opts.Config, compiled: map[string]*manifest.Manifest{},
-		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}}
+		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}, ignored: map[string]string{}}
 	c.hideUndeclared()
 	for _, b := range opts.Registry.Backends() {
 		if b.Compiled {

@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/kilnmcp/kiln/runtime/atomicfile"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/manifest"
@@ -30,7 +28,10 @@ var ErrRefused = errors.New("registration refused")
 // reason.
 var ErrNotRegistered = errors.New("the address is not allowed or did not answer as an MCP server; check the URL, or ask kiln's operator to allow the host in gateway.registration.allow_hosts")
 
-// persisted is the state file's form of one registration. Manifest is the
+// errMalformed marks a stored record kiln cannot use.
+var errMalformed = errors.New("the saved record is malformed; deregister_manual it and register it again")
+
+// persisted is the stored form of one registration. Manifest is the
 // backend's last known offer, so a restored backend is listed, searchable
 // and bound in the sandbox at start, before it connects again.
 type persisted struct {
@@ -39,8 +40,9 @@ type persisted struct {
 	Manifest   *manifest.Manifest `json:"manifest,omitempty"`
 }
 
-// registrationsFile is where registrations persist, under the state dir.
-const registrationsFile = "registrations.json"
+// RegistrationsFile is where registrations persist, under the state dir,
+// when gateway.registration.persist is on and gateway.state_url is unset.
+const RegistrationsFile = "registrations.json"
 
 // Register adds a backend at run time: it checks the definition against the
 // config's policy, connects, records its tools and publishes them to search
@@ -91,11 +93,39 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 		go c.opts.Backends.RemoveBackend(name)
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
+	// Saved before it is published: a registration the other replicas
+	// cannot see is not made at all.
+	if err := c.saveLocked(ctx, name, def, m); err != nil {
+		c.opts.Registry.Remove(name)
+		go c.opts.Backends.RemoveBackend(name)
+		return nil, err
+	}
 	c.dynamic[name] = def
 	c.publishLocked()
-	c.persistLocked()
 	c.log.Info("backend registered at run time", "backend", name, "transport", b.Transport, "tools", len(m.Tools))
 	return m, nil
+}
+
+// saveLocked records a new registration in the store, if there is one.
+func (c *Catalog) saveLocked(ctx context.Context, name string, def json.RawMessage, m *manifest.Manifest) error {
+	if c.opts.Store == nil {
+		return nil
+	}
+	rec, err := json.Marshal(persisted{Name: name, Definition: def, Manifest: m})
+	if err != nil {
+		return fmt.Errorf("%w: the definition of %q cannot be saved: %v", ErrRefused, name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	created, err := c.opts.Store.Create(ctx, name, rec)
+	if err != nil {
+		c.log.Error("could not save a runtime registration; it was not made", "backend", name, "err", err)
+		return fmt.Errorf("backend %q connected, but kiln could not save the registration (kiln's state store failed; its log has the reason), so it is not registered; try again later", name)
+	}
+	if !created {
+		return fmt.Errorf("%w: %q was registered meanwhile by another kiln replica; it is listed within a second (search_tools finds it), or deregister_manual it first to replace it", ErrRefused, name)
+	}
+	return nil
 }
 
 // connect waits for the new backend's first connect and records it.
@@ -186,15 +216,27 @@ func (c *Catalog) Deregister(name string) error {
 		}
 		return fmt.Errorf("%w: no backend %q was registered at run time; registered now: %s", ErrRefused, name, orNone(slices.Sorted(maps.Keys(c.dynamic))))
 	}
+	if c.opts.Store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		defer cancel()
+		if err := c.opts.Store.Delete(ctx, name); err != nil {
+			c.log.Error("could not remove a runtime registration from the state store; it stays registered", "backend", name, "err", err)
+			return fmt.Errorf("kiln could not remove %q from its saved registrations (kiln's state store failed; its log has the reason), so it stays registered; try again later", name)
+		}
+	}
+	c.dropLocked(name)
+	c.log.Info("backend deregistered", "backend", name)
+	return nil
+}
+
+// dropLocked removes a registered backend from this kiln.
+func (c *Catalog) dropLocked(name string) {
 	delete(c.dynamic, name)
 	c.opts.Registry.Remove(name)
 	c.publishLocked()
-	c.persistLocked()
-	c.log.Info("backend deregistered", "backend", name)
 	// Stopping may take the process's whole grace period; the catalog
 	// must not wait for it.
 	go c.opts.Backends.RemoveBackend(name)
-	return nil
 }
 
 func orNone(names []string) string {
@@ -204,71 +246,65 @@ func orNone(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// persistLocked writes the registrations when the config asks for it.
-func (c *Catalog) persistLocked() {
-	if !c.cfg.Gateway.Registration.Persist {
-		return
-	}
-	var out []persisted
-	for _, name := range slices.Sorted(maps.Keys(c.dynamic)) {
-		p := persisted{Name: name, Definition: c.dynamic[name]}
-		if b, ok := c.opts.Registry.Backend(name); ok {
-			p.Manifest = b.Manifest
-		}
-		out = append(out, p)
-	}
-	data, _ := json.MarshalIndent(out, "", "  ") // raw definitions were valid JSON
-	path := filepath.Join(c.cfg.Gateway.StateDir, registrationsFile)
-	// Definitions may hold header tokens: readable by kiln's user only.
-	if err := atomicfile.WriteMode(path, append(data, '\n'), 0o600); err != nil {
-		c.log.Warn("could not persist runtime registrations", "path", path, "err", err)
-	}
-}
-
-// Restore re-registers the backends a previous run persisted. A backend
-// saved with its last known tools is listed and searchable at once and
-// connects in the background (calls to it wait for the connection, as
-// calls to a configured backend do); one saved without them (an older
-// state file) registers as register_manual does, off the caller's path.
-// A definition the policy now refuses is logged and dropped.
+// Restore re-registers the backends the store holds (a previous run's, or
+// the fleet's). A backend saved with its last known tools is listed and
+// searchable at once and connects in the background (calls to it wait for
+// the connection, as calls to a configured backend do); one saved without
+// them (an older state file) registers as register_manual does, off the
+// caller's path. A definition the policy now refuses is logged, and
+// dropped from a local state file; a fleet's store keeps it for the
+// replicas that allow it.
 func (c *Catalog) Restore(ctx context.Context) {
-	c.mu.Lock()
-	cfg := c.cfg
-	c.mu.Unlock()
-	if !cfg.Gateway.Registration.Persist {
+	if c.opts.Store == nil {
 		return
 	}
-	path := filepath.Join(cfg.Gateway.StateDir, registrationsFile)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return
-	}
-	var saved []persisted
-	if err == nil {
-		err = json.Unmarshal(data, &saved)
-	}
+	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	recs, err := c.opts.Store.All(sctx)
+	cancel()
 	if err != nil {
-		c.log.Warn("could not read persisted registrations; ignoring them", "path", path, "err", err)
+		c.log.Warn("could not read saved registrations; ignoring them", "err", err)
 		return
 	}
+	_, shared := c.opts.Store.(Watcher)
 	var legacy []persisted
-	for _, p := range saved {
-		if p.Manifest == nil || p.Manifest.Backend != p.Name {
-			legacy = append(legacy, p)
+	for _, name := range slices.Sorted(maps.Keys(recs)) {
+		var p persisted
+		if err := json.Unmarshal(recs[name], &p); err != nil || p.Name != name {
+			c.log.Warn("a saved registration is corrupt; ignoring it", "backend", name, "err", err)
 			continue
 		}
-		if err := c.restore(p); err != nil {
+		var err error
+		switch {
+		case (p.Manifest == nil || p.Manifest.Backend != p.Name) && !shared:
+			legacy = append(legacy, p)
+			continue
+		case p.Manifest == nil || p.Manifest.Backend != p.Name:
+			// Replicas always save the tools; another kiln wrote this.
+			err = errMalformed
+		default:
+			c.mu.Lock()
+			err = c.restoreLocked(p)
+			c.mu.Unlock()
+		}
+		if err != nil {
 			c.log.Warn("could not restore a runtime registration", "backend", p.Name, "err", err)
+			if !shared {
+				_ = c.opts.Store.Delete(ctx, p.Name)
+				continue
+			}
+			// Follow's resyncs skip it until the record changes.
+			c.mu.Lock()
+			c.ignored[name] = string(recs[name])
+			c.mu.Unlock()
 		}
 	}
-	c.mu.Lock()
-	c.persistLocked()
-	c.mu.Unlock()
 	if len(legacy) == 0 {
 		return
 	}
 	go func() {
 		for _, p := range legacy {
+			// Register saves it again, with its tools.
+			_ = c.opts.Store.Delete(ctx, p.Name)
 			if _, err := c.Register(ctx, p.Name, p.Definition); err != nil {
 				c.log.Warn("could not restore a runtime registration", "backend", p.Name, "err", err)
 			}
@@ -276,11 +312,9 @@ func (c *Catalog) Restore(ctx context.Context) {
 	}()
 }
 
-// restore registers a saved backend from its last known manifest and
+// restoreLocked registers a saved backend from its last known manifest and
 // starts connecting it without waiting.
-func (c *Catalog) restore(p persisted) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (c *Catalog) restoreLocked(p persisted) error {
 	b, err := c.admitLocked(p.Name, p.Definition)
 	if err != nil {
 		return err

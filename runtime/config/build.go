@@ -42,6 +42,9 @@ func (b *builder) gateway() Gateway {
 		g.MetricsAddr = b.hostPort(v, "127.0.0.1:9464")
 	}
 	g.DrainTimeout = b.duration(get("drain_timeout"), def.DrainTimeout)
+	if v := get("state_url"); v.ok && !v.bad && strings.TrimSpace(v.s) != "" {
+		g.StateURL = b.stateURL(v)
+	}
 	g.Sandbox = b.sandbox()
 	g.Output = b.output(def.Output)
 	g.Health = b.health(def.Health)

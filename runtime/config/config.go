@@ -78,6 +78,11 @@ type Gateway struct {
 	// DrainTimeout bounds how long kiln finishes calls in flight after
 	// SIGTERM, once it has turned not-ready.
 	DrainTimeout time.Duration
+	// StateURL, when set (redis://host:port/db, rediss:// or unix://),
+	// keeps what replicas behind a load balancer must agree on (runtime
+	// registrations, usage counts, OAuth tokens) in Redis instead of
+	// StateDir, so any replica serves any request.
+	StateURL string
 }
 
 // Health configures backend health checks (YAML gateway.health).

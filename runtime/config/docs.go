@@ -245,6 +245,9 @@ func (k key) description(withOnly bool) string {
 // effectiveReload is what a reload does with k, a section's rows
 // inheriting from the section.
 func (k key) effectiveReload() reload {
+	if k.atStart {
+		return reloadStart
+	}
 	for p := k; ; {
 		if p.reload != reloadStart {
 			return p.reload

@@ -59,6 +59,9 @@ type key struct {
 	// only lists the transports whose backends use the key (empty: all).
 	only   []string
 	reload reload
+	// atStart marks a key read once at start inside a section a reload
+	// applies live (registration.persist).
+	atStart bool
 	// field names the Backend field a plain backend scalar sets: the
 	// builder parses and stores it with no code of its own.
 	field string
@@ -322,11 +325,15 @@ func RestartOnly(a, b Gateway) []string {
 	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
 	var out []string
 	for _, k := range keyTable {
-		if k.parent() != "gateway" || k.effectiveReload() != reloadStart {
+		if k.effectiveReload() != reloadStart || !strings.HasPrefix(k.path, "gateway.") ||
+			k.parent() != "gateway" && !k.atStart {
 			continue
 		}
-		f := gatewayField(k.name())
-		if !reflect.DeepEqual(va.FieldByName(f).Interface(), vb.FieldByName(f).Interface()) {
+		fa, fb := va, vb
+		for name := range strings.SplitSeq(strings.TrimPrefix(k.path, "gateway."), ".") {
+			fa, fb = fa.FieldByName(gatewayField(name)), fb.FieldByName(gatewayField(name))
+		}
+		if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
 			out = append(out, k.path)
 		}
 	}

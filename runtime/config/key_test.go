@@ -132,9 +132,10 @@ func TestRestartOnly(t *testing.T) {
 	a := DefaultGateway()
 	b := a
 	b.Name, b.CallTimeout, b.Health.Interval, b.HTTP.MaxBody, b.Expose = "other", time.Minute, time.Minute, 1<<10, ExposeDirect
+	b.StateURL, b.Registration.Persist, b.Registration.MaxBackends = "redis://127.0.0.1:6379/0", true, 3
 	got := RestartOnly(a, b)
-	if want := []string{"gateway.name", "gateway.http", "gateway.expose"}; !slices.Equal(got, want) {
-		t.Errorf("RestartOnly = %v, want %v (call_timeout and health apply live)", got, want)
+	if want := []string{"gateway.name", "gateway.http", "gateway.expose", "gateway.state_url", "gateway.registration.persist"}; !slices.Equal(got, want) {
+		t.Errorf("RestartOnly = %v, want %v (call_timeout, health and registration.max_backends apply live)", got, want)
 	}
 	if got := RestartOnly(a, a); got != nil {
 		t.Errorf("RestartOnly of equal settings = %v, want none", got)

@@ -71,6 +71,7 @@ func TestLoadFull(t *testing.T) {
 			Pin:          []string{"everything.echo", "remote.*"},
 			MetricsAddr:  "127.0.0.1:9464",
 			DrainTimeout: 5 * time.Second,
+			StateURL:     "redis://127.0.0.1:6379/2",
 		},
 		Backends: []Backend{
 			{

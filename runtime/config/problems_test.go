@@ -45,9 +45,15 @@ backends:
 version: 1
 gateway:
   colour: blue
-`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, expose, pin, metrics_addr or drain_timeout"}},
+`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, expose, pin, metrics_addr, drain_timeout or state_url"}},
 		{"metrics_addr without a port", "version: 1\ngateway:\n  metrics_addr: localhost\n", nil, []string{
 			`kiln.yaml:3: gateway.metrics_addr: want host:port such as 127.0.0.1:9464, got "localhost" (address localhost: missing port in address)`}},
+		{"state_url with another scheme", "version: 1\ngateway:\n  state_url: http://127.0.0.1:6379\n", nil, []string{
+			`kiln.yaml:3: gateway.state_url: "http://127.0.0.1:6379" is not a Redis URL (the scheme must be redis, rediss (TLS) or unix); write e.g. redis://127.0.0.1:6379/0, or remove the key to keep state in gateway.state_dir`}},
+		{"state_url with a bad database and a password", "version: 1\ngateway:\n  state_url: redis://:hunter2@redis:6379/main\n", nil, []string{
+			`kiln.yaml:3: gateway.state_url: "redis://:xxxxx@redis:6379/main" is not a Redis URL (the path must be a database number such as /0); write e.g. redis://127.0.0.1:6379/0, or remove the key to keep state in gateway.state_dir`}},
+		{"state_url without a host", "version: 1\ngateway:\n  state_url: redis:///0\n", nil, []string{
+			`kiln.yaml:3: gateway.state_url: "redis:///0" is not a Redis URL (it names no host); write e.g. redis://127.0.0.1:6379/0, or remove the key to keep state in gateway.state_dir`}},
 		{"drain_timeout out of range", "version: 1\ngateway:\n  drain_timeout: 10ms\n", nil, []string{
 			`kiln.yaml:3: gateway.drain_timeout: "10ms" is too short; use 1s to 1h`}},
 		{"required not a flag", "version: 1\nbackends:\n  a:\n    command: x\n    required: maybe\n", nil, []string{
@@ -345,7 +351,7 @@ backends:
     comand: x
     max_concurrent: 0
 `, nil, []string{
-		"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, expose, pin, metrics_addr or drain_timeout",
+		"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, expose, pin, metrics_addr, drain_timeout or state_url",
 		`kiln.yaml:5: gateway.call_timeout: invalid duration "soon"; use Go syntax such as 30s, 1m30s or 500ms`,
 		`kiln.yaml:6: gateway.log_level: unknown log level "loud"; use debug, info, warn or error`,
 		`kiln.yaml:8: gateway.health.interval: "1ms" is too short; use 1s to 24h`,

@@ -44,6 +44,8 @@ var keyTable = []key{
 		doc: "host:port of a listener serving only /metrics, /healthz and /readyz, for stdio deployments (default off; use a loopback host such as 127.0.0.1:9464 unless the network is private: it has no auth)."},
 	{path: "gateway.drain_timeout", kind: kindDuration, def: "20s", min: "1s", max: "1h", reload: reloadLive,
 		doc: "After SIGTERM kiln answers /readyz 503 and finishes calls in flight for up to this long before it exits."},
+	{path: "gateway.state_url", kind: kindText,
+		doc: "redis://[:password@]host:port/db, rediss:// or unix:///path.sock: Redis shared by kiln replicas behind a load balancer, holding runtime registrations, usage counts and OAuth tokens instead of state_dir (default off). Redis unreachable at start stops kiln."},
 
 	{path: "gateway.sandbox.timeout", kind: kindDuration, def: "30s", min: "100ms", max: "1h", doc: "Run timeout when a call names none."},
 	{path: "gateway.sandbox.max_timeout", kind: kindDuration, def: "5m", min: "100ms", max: "1h", doc: "Longest timeout a call may ask for; at least timeout."},
@@ -73,7 +75,7 @@ var keyTable = []key{
 	{path: "gateway.registration.allow_hosts", kind: kindList, reload: reloadLive,
 		doc: "Hosts (name, name:port, IP, IP:port or CIDR) a backend registered at run time may reach although they are loopback, private, link-local or otherwise internal, which are refused by default. kiln's own listeners are always refused."},
 	{path: "gateway.registration.max_backends", kind: kindCount, def: "10", min: "1", max: "1000", reload: reloadLive, doc: "Backends registered at run time, at most."},
-	{path: "gateway.registration.persist", kind: kindFlag, def: "false", reload: reloadLive, doc: "Keep registrations across restarts in state_dir."},
+	{path: "gateway.registration.persist", kind: kindFlag, def: "false", atStart: true, doc: "Keep registrations across restarts in state_dir (with state_url they are kept in Redis whatever this says)."},
 
 	{path: "gateway.http.auth_token", kind: kindText, doc: "Bearer token clients must send; required when --http binds beyond loopback. Use ${VAR}."},
 	{path: "gateway.http.jwt_issuer", kind: kindText, doc: "Issuer whose JWTs are accepted as bearer tokens (with jwks_url)."},

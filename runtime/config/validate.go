@@ -188,6 +188,40 @@ func (c *checker) httpURL(v value, example string) {
 	}
 }
 
+// stateURL checks gateway.state_url: redis:// or rediss:// with a host and
+// an optional database number, or unix:// with a socket path. Messages
+// hide a password written into the URL.
+func (c *checker) stateURL(v value) string {
+	s := strings.TrimSpace(v.s)
+	shown := strconv.Quote(v.raw)
+	u, err := url.Parse(s)
+	var why string
+	switch {
+	case err != nil:
+		why = "it does not parse as a URL"
+	case u.Scheme == "unix":
+		if u.Path == "" {
+			why = "a unix:// URL needs the socket's absolute path, e.g. unix:///run/redis/redis.sock"
+		}
+	case u.Scheme != "redis" && u.Scheme != "rediss":
+		why = "the scheme must be redis, rediss (TLS) or unix"
+	case u.Hostname() == "":
+		why = "it names no host"
+	case u.Path != "" && u.Path != "/" && !isDigits(strings.TrimPrefix(u.Path, "/")):
+		why = "the path must be a database number such as /0"
+	}
+	if u != nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			shown = strconv.Quote(u.Redacted())
+		}
+	}
+	if why != "" {
+		c.p.addValue(v, "%s is not a Redis URL (%s); write e.g. redis://127.0.0.1:6379/0, or remove the key to keep state in gateway.state_dir", shown, why)
+		return ""
+	}
+	return s
+}
+
 func isDigits(s string) bool {
 	s = strings.TrimSpace(s)
 	return s != "" && strings.Trim(s, "0123456789") == ""

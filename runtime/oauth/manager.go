@@ -58,8 +58,11 @@ type AuthorizeFunc func(ctx context.Context, authURL string) (Callback, error)
 
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
-	// Dir holds the token store (state_dir/oauth).
+	// Dir holds the token store (state_dir/oauth) unless Store is set.
 	Dir string
+	// Store, when set, keeps the tokens instead of Dir (a fleet's
+	// SharedStore).
+	Store TokenStore
 	// Authorize runs the interactive part of the authorization code
 	// grant. Nil (kiln serve, kiln-gen record) turns the need for one into
 	// a NeedsLoginError.
@@ -83,7 +86,7 @@ type ManagerOptions struct {
 // Manager hands out authenticated HTTP clients and owns the token store.
 type Manager struct {
 	opts  ManagerOptions
-	store *Store
+	store TokenStore
 	// busy is read-held by every refresh until its new token is saved;
 	// Close takes it to wait for them. A rotating refresh token spent by
 	// a refresh whose result never reached the store is lost for good.
@@ -99,7 +102,7 @@ func (m *Manager) Close() {
 	m.busy.Unlock()
 }
 
-// NewManager returns a manager over the store in opts.Dir.
+// NewManager returns a manager over opts.Store, else the store in opts.Dir.
 func NewManager(opts ManagerOptions) *Manager {
 	if opts.Base == nil {
 		opts.Base = http.DefaultTransport
@@ -110,11 +113,15 @@ func NewManager(opts ManagerOptions) *Manager {
 	if opts.OnSecret == nil {
 		opts.OnSecret = func(...string) {}
 	}
-	return &Manager{opts: opts, store: NewStore(opts.Dir)}
+	store := opts.Store
+	if store == nil {
+		store = NewStore(opts.Dir)
+	}
+	return &Manager{opts: opts, store: store}
 }
 
 // Store returns the manager's token store.
-func (m *Manager) Store() *Store { return m.store }
+func (m *Manager) Store() TokenStore { return m.store }
 
 // HTTPClient returns the client an HTTP or SSE backend with auth: sends
 // its requests through. A backend without auth gets nil (the SDK's
@@ -141,7 +148,7 @@ func (m *Manager) HTTPClient(cfg *config.Backend) (*http.Client, error) {
 type headless struct {
 	handler
 	name  string
-	store *Store
+	store TokenStore
 }
 
 func (h headless) Authorize(ctx context.Context, _ *http.Request, resp *http.Response) error {

@@ -75,7 +75,27 @@ func (s *Server) health() healthView {
 			h.Summary += fmt.Sprintf("; %s: %s", st, strings.Join(names, ", "))
 		}
 	}
+	s.sharedStateProblem(&h)
 	return h
+}
+
+// sharedStateProblem adds an unreachable shared state to the verdict:
+// calls go on, but changes that every replica must see cannot be made.
+func (s *Server) sharedStateProblem(h *healthView) {
+	if s.opts.SharedState == nil {
+		return
+	}
+	err := s.opts.SharedState()
+	if err == nil {
+		return
+	}
+	if h.Status == healthOK {
+		h.Status = healthDegraded
+		h.Summary = healthDegraded + strings.TrimPrefix(h.Summary, healthOK)
+	}
+	h.Summary += "; shared state unreachable"
+	h.Problems = append(h.Problems, problem{Backend: "(shared state)", State: "unreachable", Reason: err.Error(),
+		Advice: "tool calls still work; register_manual, deregister_manual and OAuth token refreshes fail until the Redis in gateway.state_url answers again; kiln's operator should check it"})
 }
 
 // problemOf explains why a backend cannot take calls and what to do, or

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,6 +98,7 @@ type fleetOptions struct {
 	status StatusSource
 	drifts func() map[string]catalog.Drift
 	config *config.Config
+	shared func() error
 }
 
 // newFleet serves the fleet registry over an in-process client and returns
@@ -121,7 +123,7 @@ func newFleet(t *testing.T, o fleetOptions) (*client.Client, *mcp.InitializeResu
 	s := New(Options{
 		Version: "test", Config: cfg, Registry: reg, Catalog: cat,
 		Chain:  chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg, Catalog: cat}),
-		Status: o.status, Counter: &pipeline.Counter{},
+		Status: o.status, Counter: &pipeline.Counter{}, SharedState: o.shared,
 	})
 	c, err := client.NewInProcessClient(s.mcp)
 	if err != nil {
@@ -407,6 +409,24 @@ func TestHealthVerdicts(t *testing.T) {
 				t.Errorf("got %q %q, want %q %q", h.Status, h.Summary, tc.status, tc.summary)
 			}
 		})
+	}
+}
+
+// An unreachable shared state (gateway.state_url) turns an ok verdict
+// degraded and says what still works.
+func TestHealthSharedStateDown(t *testing.T) {
+	healthy := &fakeStatus{st: []dispatch.Status{{Name: "everything", State: dispatch.StateHealthy, Since: t0}}}
+	c, _ := newFleet(t, fleetOptions{status: healthy, shared: func() error { return errors.New("redis at 127.0.0.1:6379: connection refused") }})
+	h := readJSON[healthView](t, c, "kiln://health")
+	if h.Status != healthDegraded || h.Summary != "degraded: 1 of 1 backends healthy; shared state unreachable" {
+		t.Errorf("got %q %q", h.Status, h.Summary)
+	}
+	if len(h.Problems) != 1 || h.Problems[0].Backend != "(shared state)" || !strings.Contains(h.Problems[0].Advice, "tool calls still work") {
+		t.Errorf("problems: %+v", h.Problems)
+	}
+	c, _ = newFleet(t, fleetOptions{status: healthy, shared: func() error { return nil }})
+	if h := readJSON[healthView](t, c, "kiln://health"); h.Status != healthOK || len(h.Problems) != 0 {
+		t.Errorf("with shared state up: %q %+v", h.Status, h.Problems)
 	}
 }
 

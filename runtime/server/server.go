@@ -82,6 +82,9 @@ type Options struct {
 	// notifications/roots/list_changed; the dispatcher passes it on to the
 	// backends. Optional.
 	RootsChanged func(ctx context.Context)
+	// SharedState, when set, reports why a fleet's shared state
+	// (gateway.state_url) is unreachable, or nil; kiln://health shows it.
+	SharedState func() error
 	// Telemetry observes meta-tool calls and sessions; nil observes
 	// nothing. *telemetry.Telemetry is one.
 	Telemetry Telemetry

@@ -1,6 +1,7 @@
 package usecount
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,28 @@ type Counts struct {
 	counts atomic.Pointer[map[string]uint64]
 	mu     sync.Mutex // serialises Record and Save
 	dirty  bool
+	// shared, when set, holds the counts instead of path; pending are the
+	// uses recorded since they were last sent.
+	shared  Store
+	pending map[string]uint64
+}
+
+// Store shares counts between kiln replicas (gateway.state_url): Add
+// adds one replica's new counts and returns every replica's totals.
+type Store interface {
+	Add(ctx context.Context, delta map[string]uint64) (map[string]uint64, error)
+}
+
+// OpenShared keeps the counts in s; each Save sends the uses recorded
+// since the last one and takes the fleet's totals back.
+func OpenShared(ctx context.Context, s Store) (*Counts, error) {
+	u := &Counts{shared: s, pending: map[string]uint64{}}
+	totals, err := s.Add(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("usage: %w", err)
+	}
+	u.counts.Store(&totals)
+	return u, nil
 }
 
 type usageFile struct {
@@ -75,6 +98,9 @@ func (u *Counts) Record(id string) {
 	next[id]++
 	u.counts.Store(&next)
 	u.dirty = true
+	if u.shared != nil {
+		u.pending[id]++
+	}
 }
 
 // Count returns how often id was recorded.
@@ -89,6 +115,9 @@ func (u *Counts) Boost(id string) float64 {
 // Save writes the counts if they changed since the last Save, through a
 // temporary file and a rename in the same folder.
 func (u *Counts) Save() error {
+	if u.shared != nil {
+		return u.saveShared()
+	}
 	if u.path == "" {
 		return nil
 	}
@@ -105,5 +134,30 @@ func (u *Counts) Save() error {
 		return fmt.Errorf("usage: save %s: %w", u.path, err)
 	}
 	u.dirty = false
+	return nil
+}
+
+// saveShared sends the pending uses without holding the lock across the
+// round trip (Record is on every call's path), then keeps the fleet's
+// totals plus what was recorded meanwhile. Uses that could not be sent
+// stay pending for the next Save.
+func (u *Counts) saveShared() error {
+	u.mu.Lock()
+	sent := u.pending
+	u.pending = map[string]uint64{}
+	u.mu.Unlock()
+	totals, err := u.shared.Add(context.Background(), sent)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err != nil {
+		for id, n := range sent {
+			u.pending[id] += n
+		}
+		return fmt.Errorf("usage: %w", err)
+	}
+	for id, n := range u.pending {
+		totals[id] += n
+	}
+	u.counts.Store(&totals)
 	return nil
 }

@@ -54,7 +54,13 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitUsage
 	}
-	store := oauth.NewStore(filepath.Join(cfg.Gateway.StateDir, "oauth"))
+	st, err := openState(ctx, cfg, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	}
+	defer st.close()
+	store := st.tokens(cfg)
 	switch args[0] {
 	case "status":
 		return authStatus(cfg, store, stdout, stderr)
@@ -76,7 +82,7 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "logged out of %s; its stored token is deleted\n", b.Name)
 			return exitOK
 		}
-		return authLogin(ctx, cfg, b, scopes, !*noBrowser, stdout, stderr)
+		return authLogin(ctx, cfg, store, b, scopes, !*noBrowser, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "kiln auth: unknown command %q\n\n%s", args[0], authUsage)
 	return exitUsage
@@ -100,7 +106,7 @@ func findAuthBackend(cfg *config.Config, name string) *config.Backend {
 	return nil
 }
 
-func authStatus(cfg *config.Config, store *oauth.Store, stdout, stderr io.Writer) int {
+func authStatus(cfg *config.Config, store oauth.TokenStore, stdout, stderr io.Writer) int {
 	n := 0
 	for _, b := range cfg.Backends {
 		if b.Auth == nil {
@@ -152,7 +158,7 @@ func refreshNote(r *oauth.Record) string {
 // (RFC 8252): it listens on the redirect address, shows the authorization
 // URL, waits for the code, then connects once so the backend confirms
 // the token works.
-func authLogin(ctx context.Context, cfg *config.Config, b *config.Backend, scopes []string, browser bool, stdout, stderr io.Writer) int {
+func authLogin(ctx context.Context, cfg *config.Config, store oauth.TokenStore, b *config.Backend, scopes []string, browser bool, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, loginTimeout)
 	defer cancel()
 	addr, path := "127.0.0.1:0", "/callback"
@@ -195,7 +201,7 @@ func authLogin(ctx context.Context, cfg *config.Config, b *config.Backend, scope
 			return oauth.Callback{}, fmt.Errorf("no authorization arrived at %s within %s", redirect, loginTimeout)
 		}
 	}
-	mgr := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), Authorize: authorize, RedirectURL: redirect, Scopes: scopes})
+	mgr := oauth.NewManager(oauth.ManagerOptions{Store: store, Authorize: authorize, RedirectURL: redirect, Scopes: scopes})
 	// A login replaces whatever was stored: the person asked for a new one.
 	if err := mgr.Store().Update(b.Name, func(*oauth.Record) (*oauth.Record, error) { return nil, nil }); err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -224,7 +230,11 @@ func authLogin(ctx context.Context, cfg *config.Config, b *config.Backend, scope
 		fmt.Fprintf(stderr, "kiln auth login %s: the backend accepted kiln without asking for authorization; nothing stored\n", b.Name)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "logged in to %s (%d tools); token stored under %s\n", b.Name, len(tools), filepath.Join(cfg.Gateway.StateDir, "oauth"))
+	where := filepath.Join(cfg.Gateway.StateDir, "oauth")
+	if cfg.Gateway.StateURL != "" {
+		where = "the fleet's shared state (gateway.state_url)"
+	}
+	fmt.Fprintf(stdout, "logged in to %s (%d tools); token stored under %s\n", b.Name, len(tools), where)
 	return exitOK
 }
 

@@ -28,6 +28,7 @@ func secretValues(cfg *config.Config) []scrub.Value {
 	if t := cfg.Gateway.HTTP.AuthToken; t != "" {
 		values = append(values, scrub.Value{Name: "gateway.http.auth_token", Value: t})
 	}
+	values = append(values, stateURLSecret(cfg)...)
 	return values
 }
 

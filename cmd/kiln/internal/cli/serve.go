@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -139,13 +138,20 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer closeSearcher()
 
-	uses, err := usecount.Open(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
+	st, err := openState(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	}
+	defer st.close()
+
+	uses, saveEvery, err := st.usage(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitFail
 	}
 	defer saveUsage(uses, log)
-	go saveUsageEvery(ctx, uses, log, 30*time.Second)
+	go saveUsageEvery(ctx, uses, log, saveEvery)
 
 	var cat *catalog.Catalog
 	// The server is built last; backends may ask for roots and the catalog
@@ -159,7 +165,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	hub := &passthroughHub{log: log, timeout: cfg.Gateway.ConnectTimeout}
-	tokens := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), OnSecret: learnTokens(scrubber), Logger: log})
+	tokens := oauth.NewManager(oauth.ManagerOptions{Store: st.tokens(cfg), OnSecret: learnTokens(scrubber), Logger: log})
 	defer tokens.Close() // runs after the dispatcher closes its backends
 	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: uses.Record,
 		HTTPClient: tokens.HTTPClient,
@@ -189,18 +195,23 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	op.disp.Store(disp)
 	// The catalog exists before the server it notifies; changes before the
 	// server does are picked up by its first listing.
-	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log,
+	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log, Store: st.registrations(cfg),
 		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) },
 		OnChange: func() {
 			if srv := srvRef.Load(); srv != nil {
 				srv.SyncTools()
 			}
 		}})
-	disp.Start(ctx)
+	// Backends outlive the drain until the front door has shut down
+	// (disp.Close, deferred): a request that reached kiln just before it
+	// stopped listening must still find its backend running, or a rolling
+	// restart loses calls ("backend is stopped").
+	disp.Start(context.WithoutCancel(ctx))
 	defer disp.Close()
 	// Restored registrations are listed before the first request; their
 	// backends connect in the background.
 	cat.Restore(ctx)
+	cat.Follow(ctx)
 	if cfg.FromFile {
 		go watchConfig(ctx, cfg, time.Second, log, func(next *config.Config) {
 			scrubber.Learn(secretValues(next)...)
@@ -233,6 +244,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Logger:       log,
 		RootsChanged: func(ctx context.Context) { disp.RootsChanged(ctx) },
 		SessionEnded: disp.EndSession,
+		SharedState:  st.problem(),
 		Telemetry:    op.tel,
 		Chain: chain.New(chain.Options{
 			Caller:         caller,

@@ -1,0 +1,126 @@
+package state
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Watch calls changed after another replica (or this one) changes the
+// records, and also on every (re)subscription and every resync interval:
+// Redis pub/sub delivers a notice within milliseconds but at most once, so
+// a notice published while this replica's subscription was reconnecting
+// would otherwise be lost. It returns when ctx ends.
+func (h *Hash) Watch(ctx context.Context, resync time.Duration, changed func()) {
+	ps := h.r.c.Subscribe(ctx, h.channel)
+	defer ps.Close()
+	ch := ps.ChannelWithSubscriptions()
+	t := time.NewTicker(resync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-t.C:
+		}
+		changed()
+	}
+}
+
+// unlockScript deletes a lock only if this holder still owns it, so a
+// holder that outlived its lease cannot release the next holder's lock.
+var unlockScript = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`)
+
+// Update runs fn on field's record (nil when absent) while holding a lock
+// every replica honours, and stores what fn returns; nil deletes the
+// record. The lock lasts at most lease, so a replica killed while holding
+// it blocks the others for no longer; fn must finish within it. Update
+// waits for the lock until ctx ends.
+func (h *Hash) Update(ctx context.Context, field string, lease time.Duration, fn func(cur []byte) ([]byte, error)) error {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	token := hex.EncodeToString(b[:])
+	lk := h.lockKey + field
+	wait := time.NewTimer(0)
+	defer wait.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s %q: another replica held its lock until the deadline: %w", h.key, field, ctx.Err())
+		case <-wait.C:
+		}
+		lctx, cancel := bounded(ctx)
+		ok, err := h.r.c.SetNX(lctx, lk, token, lease).Result()
+		cancel()
+		if err != nil {
+			return h.r.fail("lock "+lk, err)
+		}
+		if ok {
+			break
+		}
+		wait.Reset(25 * time.Millisecond)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+		defer cancel()
+		if err := unlockScript.Run(uctx, h.r.c, []string{lk}, token).Err(); err != nil {
+			h.r.log.Warn("could not release a shared state lock; it expires on its own", "key", lk, "lease", lease, "err", err)
+		}
+	}()
+	cur, err := h.Get(ctx, field)
+	if err != nil {
+		return err
+	}
+	next, err := fn(cur)
+	if err != nil {
+		return err
+	}
+	if next == nil {
+		return h.Delete(ctx, field)
+	}
+	return h.Put(ctx, field, next)
+}
+
+// Counters is a named set of counts every replica adds to.
+type Counters struct {
+	r   *Redis
+	key string
+}
+
+// Counters returns the counts named name.
+func (r *Redis) Counters(name string) *Counters { return &Counters{r: r, key: prefix + name} }
+
+// Add adds delta to the shared counts and returns all of them, in one
+// round trip.
+func (c *Counters) Add(ctx context.Context, delta map[string]uint64) (map[string]uint64, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	pipe := c.r.c.TxPipeline()
+	for k, n := range delta {
+		if n > 0 {
+			pipe.HIncrBy(ctx, c.key, k, int64(n))
+		}
+	}
+	all := pipe.HGetAll(ctx, c.key)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, c.r.fail("count in "+c.key, err)
+	}
+	out := make(map[string]uint64, len(all.Val()))
+	for k, v := range all.Val() {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			continue // not written by kiln; a count cannot be negative
+		}
+		out[k] = n
+	}
+	return out, nil
+}
