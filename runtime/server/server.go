@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -228,17 +226,6 @@ func toMCP(r *toolcall.Result) (*mcp.CallToolResult, error) {
 	}
 	msg := json.RawMessage(raw)
 	return mcp.ParseCallToolResult(&msg)
-}
-
-// ServeStdio serves one client over in/out until ctx ends or in closes.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	std := server.NewStdioServer(s.mcp)
-	// The SDK's default of 5 workers lets five slow call_tool_chain runs
-	// block every other request, discovery included.
-	server.WithWorkerPoolSize(32)(std)
-	std.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
-	sw := &syncWriter{w: out}
-	return std.Listen(ctx, &checkedLines{in: bufio.NewReader(in), out: sw}, &lineWriter{w: sw, patch: withNotFoundURI})
 }
 
 // Handler serves streamable HTTP at /mcp and legacy SSE at /sse and

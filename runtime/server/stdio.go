@@ -1,0 +1,185 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// stdioMaxCalls bounds the tools/call requests served at once over stdio;
+// past it the read loop waits for one to finish, as mcp-go's own queue did
+// (32 workers and 100 queued).
+const stdioMaxCalls = 132
+
+// ServeStdio serves one client over in/out until ctx ends or in closes.
+//
+// kiln reads stdin itself: mcp-go's stdio server decodes every line five
+// times (a validity pass, three probes for responses to its own requests
+// and a method probe) and reads each line on a goroutine of its own, which
+// cost a tools/call about as much as the call itself (BenchmarkEchoHop).
+// The read loop scans each line once (checkEnvelope's scan, which also
+// finds the method) and serves tools/call requests straight through the
+// MCP server's HandleMessage, on one goroutine per call; every other line
+// (initialize, notifications, cancellation, the client's answers to
+// sampling, elicitation and roots requests) goes to mcp-go's stdio server
+// unchanged, through a pipe, in the order it came.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	std := server.NewStdioServer(s.mcp)
+	// The SDK's default of 5 workers lets five slow requests block every
+	// other request, discovery included.
+	server.WithWorkerPoolSize(32)(std)
+	std.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
+	// The SDK hands its context, which carries the registered stdio
+	// session, to the context function once before it reads anything.
+	session := make(chan context.Context, 1)
+	std.SetContextFunc(func(ctx context.Context) context.Context {
+		session <- ctx
+		return ctx
+	})
+	sw := &syncWriter{w: out}
+	lw := &lineWriter{w: sw, patch: withNotFoundURI}
+	pr, pw := io.Pipe()
+	listened := make(chan error, 1)
+	go func() {
+		err := std.Listen(ctx, pr, lw)
+		// Lines written after the SDK stopped reading fail instead of
+		// blocking the read loop.
+		pr.CloseWithError(errListenEnded)
+		listened <- err
+	}()
+	var sctx context.Context
+	select {
+	case sctx = <-session:
+	case err := <-listened:
+		return err
+	}
+	loop := &stdioLoop{s: s, out: lw, sdk: pw, slots: make(chan struct{}, stdioMaxCalls)}
+	callCtx, cancelCalls := context.WithCancel(sctx)
+	read := make(chan error, 1)
+	go func() { read <- loop.read(callCtx, bufio.NewReader(in)) }()
+	var readErr error
+	select {
+	case readErr = <-read:
+	case <-ctx.Done():
+		// A read blocked on stdin cannot be interrupted; like the SDK,
+		// kiln stops waiting for it.
+		readErr = ctx.Err()
+	}
+	// As the SDK does at end of input: calls still running are canceled,
+	// and ServeStdio returns once they have answered.
+	cancelCalls()
+	loop.stop()
+	pw.Close()
+	err := <-listened
+	if err == nil && readErr != nil && !errors.Is(readErr, io.EOF) && !errors.Is(readErr, errListenEnded) {
+		return readErr
+	}
+	return err
+}
+
+var errListenEnded = errors.New("stdio server stopped")
+
+type stdioLoop struct {
+	s     *Server
+	out   io.Writer // whole lines, shared with the SDK
+	sdk   io.Writer // the SDK's stdin
+	slots chan struct{}
+
+	mu      sync.Mutex // orders starting calls with stop
+	stopped bool
+	calls   sync.WaitGroup
+}
+
+// stop waits for the calls in flight and refuses new ones.
+func (l *stdioLoop) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
+	l.calls.Wait()
+}
+
+// read routes each line of in until in ends or ctx does.
+func (l *stdioLoop) read(ctx context.Context, in *bufio.Reader) error {
+	for ctx.Err() == nil {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			if werr := l.route(ctx, line); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func (l *stdioLoop) route(ctx context.Context, line []byte) error {
+	var top topMembers
+	if !scanRequest(line, &top) {
+		if e := envelopeProblem(line); e != nil {
+			_, err := l.out.Write(append(e.response(), '\n'))
+			return err
+		}
+		_, err := l.sdk.Write(line)
+		return err
+	}
+	if top.odd || top.id == nil || string(top.method) != `"tools/call"` {
+		_, err := l.sdk.Write(line)
+		return err
+	}
+	select {
+	case l.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		<-l.slots
+		return errListenEnded
+	}
+	// line is the reader's own copy (ReadBytes), so the call may keep it.
+	l.calls.Go(func() {
+		defer func() { <-l.slots }()
+		l.call(ctx, top.id, line)
+	})
+	return nil
+}
+
+// call serves one tools/call and writes its response. A panic that escapes
+// the handlers' own recovery becomes an internal error carrying the id.
+func (l *stdioLoop) call(ctx context.Context, id json.RawMessage, line []byte) {
+	var resp []byte
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				l.s.log.Error("tools/call panicked", "panic", p, "stack", string(debug.Stack()))
+				resp = (&envelopeError{code: codeInternalError, id: id, msg: "internal error: the gateway logged it; try again"}).response()
+			}
+		}()
+		msg := l.s.mcp.HandleMessage(ctx, line)
+		if msg == nil {
+			return
+		}
+		var err error
+		if resp, err = json.Marshal(msg); err != nil {
+			l.s.log.Error("encode tools/call response", "err", err)
+			resp = (&envelopeError{code: codeInternalError, id: id, msg: fmt.Sprintf("internal error: encode the result: %v", err)}).response()
+		}
+	}()
+	if resp == nil {
+		return
+	}
+	if _, err := l.out.Write(append(resp, '\n')); err != nil {
+		l.s.log.Debug("write tools/call response", "err", err)
+	}
+}
