@@ -1,8 +1,10 @@
 package backend
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"strconv"
@@ -205,5 +207,52 @@ func TestHTTPTransports(t *testing.T) {
 				t.Errorf("fail: err=%v result=%+v", err, r)
 			}
 		})
+	}
+}
+
+// TestRawCallMatchesSDKPath: on a stdio session before 2026-07-28 a call
+// skips the SDK client (rawcall.go); its results and errors must be the
+// ones the SDK client gives on the same session.
+func TestRawCallMatchesSDKPath(t *testing.T) {
+	cfg := stdioConfig(t, "serve")
+	legacy, err := dialOnce(t.Context(), cfg, Options{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { legacy.Close() })
+	if modern := dial(t, cfg); !legacy.rawPath() || modern.rawPath() {
+		t.Fatalf("raw path: legacy (%s) %v, modern (%s) %v; want true, false", legacy.protocol, legacy.rawPath(), modern.protocol, modern.rawPath())
+	}
+	for _, tc := range []struct{ tool, args string }{
+		{"either", `{"a":"x"}`}, {"image", `{}`}, {"fail", `{}`}, {"structured", `{}`}, {"env", `{}`},
+		{"nope", `{}`}, // a JSON-RPC error: unknown tool
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			opts := CallOptions{ProgressToken: "p1"}
+			want, wantErr := legacy.callSDK(t.Context(), tc.tool, json.RawMessage(tc.args), opts)
+			got, gotErr := legacy.CallTool(t.Context(), tc.tool, json.RawMessage(tc.args), opts)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("error = %v, want %v", gotErr, wantErr)
+			}
+			if gotErr == nil && tc.tool == "nope" {
+				t.Fatal("an unknown tool did not fail")
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("result (-SDK path +raw path):\n%s", diff)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := legacy.CallTool(ctx, "either", json.RawMessage(`{}`), CallOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a canceled call = %v, want context.Canceled", err)
+	}
+	// The session survives all of it.
+	if r, err := legacy.CallTool(t.Context(), "either", json.RawMessage(`{"b":1}`), CallOptions{}); err != nil || r.IsError {
+		t.Errorf("a call after the others = %+v, %v", r, err)
+	}
+	// A backend that dies mid-call is reported gone, with its stderr.
+	if _, err := legacy.CallTool(t.Context(), "die", json.RawMessage(`{}`), CallOptions{}); !errors.Is(err, ErrGone) || !strings.Contains(err.Error(), "die tool called") {
+		t.Errorf("a call the backend died in = %v, want ErrGone with its stderr", err)
 	}
 }

@@ -217,15 +217,27 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 	}
 }
 
-// toMCP converts a kiln result to the SDK's type through its own parser,
-// which keeps every content kind and structuredContent.
+// toMCP converts a kiln result to the SDK's type without decoding it: each
+// content block goes out as the bytes kiln holds (every kind, including
+// ones the SDK does not model; rawContent, as passthrough prompts use),
+// and structuredContent as it is. A round
+// trip through the SDK's parser cost a tier-1 call an encode and two
+// decodes of its result (BenchmarkEchoHop profile).
 func toMCP(r *toolcall.Result) (*mcp.CallToolResult, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
+	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, len(r.Content))}
+	for i, c := range r.Content {
+		out.Content[i] = rawContent{raw: c}
 	}
-	msg := json.RawMessage(raw)
-	return mcp.ParseCallToolResult(&msg)
+	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
+		out.RawStructuredContent = r.StructuredContent
+	}
+	if len(r.Meta) > 0 && string(r.Meta) != "null" {
+		out.Meta = &mcp.Meta{}
+		if err := json.Unmarshal(r.Meta, out.Meta); err != nil {
+			return nil, fmt.Errorf("result _meta: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // Handler serves streamable HTTP at /mcp and legacy SSE at /sse and
