@@ -28,7 +28,7 @@ const stdioMaxCalls = 132
 // cost a tools/call about as much as the call itself (BenchmarkEchoHop).
 // The read loop scans each line once (checkEnvelope's scan, which also
 // finds the method) and serves tools/call requests straight through the
-// MCP server's HandleMessage, on one goroutine per call; every other line
+// MCP server's HandleMessage; every other line
 // (initialize, notifications, cancellation, the client's answers to
 // sampling, elicitation and roots requests) goes to mcp-go's stdio server
 // unchanged, through a pipe, in the order it came.
@@ -62,13 +62,15 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	case err := <-listened:
 		return err
 	}
-	loop := &stdioLoop{s: s, out: lw, sdk: pw, slots: make(chan struct{}, stdioMaxCalls), work: make(chan func())}
+	loop := &stdioLoop{s: s, in: bufio.NewReader(in), out: lw, sdk: pw, slots: make(chan struct{}, stdioMaxCalls),
+		work: make(chan func()), read: make(chan error, 1)}
 	callCtx, cancelCalls := context.WithCancel(sctx)
-	read := make(chan error, 1)
-	go func() { read <- loop.read(callCtx, bufio.NewReader(in)) }()
+	loop.mu.Lock()
+	loop.startRead(callCtx)
+	loop.mu.Unlock()
 	var readErr error
 	select {
-	case readErr = <-read:
+	case readErr = <-loop.read:
 	case <-ctx.Done():
 		// A read blocked on stdin cannot be interrupted; like the SDK,
 		// kiln stops waiting for it.
@@ -88,97 +90,137 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 
 var errListenEnded = errors.New("stdio server stopped")
 
+// stdioLoop reads stdin on a pool of workers, one reading at a time: the
+// worker that reads a tools/call hands the reading to another worker and
+// serves the call itself, so no call waits for a goroutine to wake (the
+// hand-off to the next reader happens while the call runs).
 type stdioLoop struct {
 	s     *Server
-	out   io.Writer // whole lines, shared with the SDK
-	sdk   io.Writer // the SDK's stdin
+	in    *bufio.Reader // read by one worker at a time
+	out   io.Writer     // whole lines, shared with the SDK
+	sdk   io.Writer     // the SDK's stdin
 	slots chan struct{}
-	// work hands a call to an idle worker. Workers live as long as the
-	// loop: a goroutine per call grew a fresh stack through the decoders
-	// on every call (runtime.copystack was 6% of a tier-1 call's CPU).
+	// work hands a task (reading, or reading then one call) to an idle
+	// worker. Workers live as long as the loop: a goroutine per call grew
+	// a fresh stack through the decoders on every call (runtime.copystack
+	// was 6% of a tier-1 call's CPU).
 	work chan func()
+	// read gets why reading ended: the end of stdin or a failed write.
+	read chan error
 
-	mu       sync.Mutex // orders starting calls with stop and each other
+	mu       sync.Mutex // orders starting tasks with stop and each other
 	stopped  bool
 	nworkers int            // workers started; under mu
-	busy     atomic.Int32   // workers given a call whose answer is not ready
+	busy     atomic.Int32   // workers given a task that is not done
 	calls    sync.WaitGroup // calls in flight
-	workers  sync.WaitGroup
 }
 
-// stop waits for the calls in flight, refuses new ones and ends the
-// workers.
+// stop waits for the calls in flight and refuses new ones. The worker
+// reading, when stdin has not ended, is left blocked in its read (as the
+// SDK leaves its reader); the others end.
 func (l *stdioLoop) stop() {
 	l.mu.Lock()
 	l.stopped = true
 	l.mu.Unlock()
 	l.calls.Wait()
 	close(l.work)
-	l.workers.Wait()
 }
 
 // start runs f on an idle worker, or on a new one when every worker is
-// busy; the caller holds mu and a slot, so there are at most
-// stdioMaxCalls. A worker stops being busy once its answer is ready,
-// before writing it: a client that sends its next call as soon as it reads
-// the answer finds the same worker.
+// busy; the caller holds mu, and the slots bound the workers to
+// stdioMaxCalls plus the reader. A worker stops being busy once its
+// answer is ready, before writing it: a client that sends its next call
+// as soon as it reads the answer finds that worker idle.
 func (l *stdioLoop) start(f func()) {
 	if l.nworkers > int(l.busy.Add(1))-1 {
 		l.work <- f // a worker is idle or on its way back
 		return
 	}
 	l.nworkers++
-	l.workers.Go(func() {
+	go func() {
 		for ; f != nil; f = <-l.work {
 			f()
 		}
-	})
+	}()
 }
 
-// read routes each line of in until in ends or ctx does.
-func (l *stdioLoop) read(ctx context.Context, in *bufio.Reader) error {
-	for ctx.Err() == nil {
-		line, err := in.ReadBytes('\n')
+// startRead gives the reading to a worker; the caller holds mu.
+func (l *stdioLoop) startRead(ctx context.Context) {
+	l.start(func() { l.readLines(ctx) })
+}
+
+// readLines routes lines until stdin ends, a write fails, or a line is a
+// tools/call, which it serves once another worker reads on.
+func (l *stdioLoop) readLines(ctx context.Context) {
+	for {
+		if err := ctx.Err(); err != nil {
+			l.endRead(err)
+			return
+		}
+		line, err := l.in.ReadBytes('\n')
 		if len(line) > 0 {
-			if werr := l.route(ctx, line); werr != nil {
-				return werr
+			call, rerr := l.route(ctx, line)
+			if rerr != nil {
+				l.endRead(rerr)
+				return
+			}
+			if call != nil {
+				l.mu.Lock()
+				switch {
+				case err != nil:
+					l.read <- err
+				case l.stopped:
+					l.read <- errListenEnded
+				default:
+					l.startRead(ctx)
+				}
+				l.mu.Unlock()
+				call() // this worker's busy count passes to the call
+				return
 			}
 		}
 		if err != nil {
-			return err
+			l.endRead(err)
+			return
 		}
 	}
-	return ctx.Err()
 }
 
-func (l *stdioLoop) route(ctx context.Context, line []byte) error {
+func (l *stdioLoop) endRead(err error) {
+	l.busy.Add(-1)
+	l.read <- err
+}
+
+// route passes line to the SDK or answers a refused one, or, for a
+// tools/call, takes a slot and returns the call for the caller to run.
+func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err error) {
 	var top topMembers
 	if !scanRequest(line, &top) {
 		if e := envelopeProblem(line); e != nil {
 			_, err := l.out.Write(append(e.response(), '\n'))
-			return err
+			return nil, err
 		}
 		_, err := l.sdk.Write(line)
-		return err
+		return nil, err
 	}
 	if top.odd || top.id == nil || string(top.method) != `"tools/call"` {
 		_, err := l.sdk.Write(line)
-		return err
+		return nil, err
 	}
 	select {
 	case l.slots <- struct{}{}:
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stopped {
 		<-l.slots
-		return errListenEnded
+		return nil, errListenEnded
 	}
-	// line is the reader's own copy (ReadBytes), so the call may keep it.
 	l.calls.Add(1)
-	l.start(func() {
+	// line is the reader's own copy (ReadBytes), so the call may keep it.
+	return func() {
 		defer l.calls.Done()
 		resp := l.call(ctx, top.id, line)
 		l.busy.Add(-1)
@@ -189,8 +231,7 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) error {
 		if _, err := l.out.Write(append(resp, '\n')); err != nil {
 			l.s.log.Debug("write tools/call response", "err", err)
 		}
-	})
-	return nil
+	}, nil
 }
 
 // call serves one tools/call and returns its response, nil for none. A

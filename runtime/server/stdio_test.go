@@ -54,20 +54,23 @@ func TestScanRequestTopMembers(t *testing.T) {
 	}
 }
 
-// TestStdioSequentialCallsReuseOneWorker: a client that sends its next
-// call when it has read an answer is served by one worker goroutine, whose
-// stack has grown once, however many calls it makes.
-func TestStdioSequentialCallsReuseOneWorker(t *testing.T) {
+// TestStdioSequentialCallsReuseWorkers: a client that sends its next call
+// when it has read an answer is served by two worker goroutines, whose
+// stacks have grown once, however many calls it makes: one serves a call
+// while the other reads on, then they swap.
+func TestStdioSequentialCallsReuseWorkers(t *testing.T) {
 	s := newStdioTestServer(t, slog.New(slog.DiscardHandler))
+	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	sdk := &lockedBuffer{}
-	l := &stdioLoop{s: s, out: outW, sdk: sdk, slots: make(chan struct{}, stdioMaxCalls), work: make(chan func())}
+	l := &stdioLoop{s: s, in: bufio.NewReader(inR), out: outW, sdk: sdk, slots: make(chan struct{}, stdioMaxCalls),
+		work: make(chan func()), read: make(chan error, 1)}
+	l.mu.Lock()
+	l.startRead(t.Context())
+	l.mu.Unlock()
 	answers := bufio.NewReader(outR)
 	for i := range 20 {
-		line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"tool_info","arguments":{"tool_name":"everything.get-sum"}}}`+"\n", i)
-		if err := l.route(t.Context(), line); err != nil {
-			t.Fatal(err)
-		}
+		fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"tool_info","arguments":{"tool_name":"everything.get-sum"}}}`+"\n", i)
 		raw, err := answers.ReadBytes('\n')
 		if err != nil {
 			t.Fatal(err)
@@ -83,17 +86,20 @@ func TestStdioSequentialCallsReuseOneWorker(t *testing.T) {
 		}
 	}
 	// A line that is not a tools/call goes to the SDK's stdio server.
-	if err := l.route(t.Context(), []byte(`{"jsonrpc":"2.0","id":99,"method":"ping"}`+"\n")); err != nil {
-		t.Fatal(err)
+	ping := `{"jsonrpc":"2.0","id":99,"method":"ping"}` + "\n"
+	fmt.Fprint(inW, ping)
+	inW.Close()
+	if err := <-l.read; err != io.EOF {
+		t.Errorf("reading ended with %v, want EOF", err)
 	}
 	l.stop()
-	if l.nworkers != 1 {
-		t.Errorf("%d workers served 20 sequential calls, want 1", l.nworkers)
+	if l.nworkers != 2 {
+		t.Errorf("%d workers served 20 sequential calls, want 2", l.nworkers)
 	}
-	if got := sdk.String(); got != `{"jsonrpc":"2.0","id":99,"method":"ping"}`+"\n" {
+	if got := sdk.String(); got != ping {
 		t.Errorf("the SDK got %q, want the ping only", got)
 	}
-	if err := l.route(t.Context(), []byte(`{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"tool_info"}}`+"\n")); err != errListenEnded {
+	if _, err := l.route(t.Context(), []byte(`{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"tool_info"}}`+"\n")); err != errListenEnded {
 		t.Errorf("route after stop = %v, want errListenEnded", err)
 	}
 }
