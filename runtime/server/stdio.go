@@ -28,10 +28,12 @@ const stdioMaxCalls = 132
 // cost a tools/call about as much as the call itself (BenchmarkEchoHop).
 // The read loop scans each line once (checkEnvelope's scan, which also
 // finds the method) and serves tools/call requests straight through the
-// MCP server's HandleMessage; every other line
-// (initialize, notifications, cancellation, the client's answers to
-// sampling, elicitation and roots requests) goes to mcp-go's stdio server
-// unchanged, through a pipe, in the order it came.
+// MCP server's HandleMessage; every other line (initialize, notifications,
+// cancellation, the client's answers to sampling, elicitation and roots
+// requests) goes to mcp-go's stdio server unchanged, through a pipe, in
+// the order it came. As with mcp-go alone, a tools/call does not wait for
+// the lines before it to be handled: requests run concurrently, and the
+// notifications kiln handles start their work in the background.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	std := server.NewStdioServer(s.mcp)
 	// The SDK's default of 5 workers lets five slow requests block every
