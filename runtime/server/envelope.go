@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -310,38 +309,8 @@ func checkedHTTP(h http.Handler) http.Handler {
 	})
 }
 
-// checkedLines feeds the stdio server the lines of in that pass
-// checkEnvelope and answers the others on out itself.
-type checkedLines struct {
-	in  *bufio.Reader
-	out io.Writer // shared with the server; writes whole lines
-	buf []byte
-	err error
-}
-
-// Read implements io.Reader.
-func (c *checkedLines) Read(p []byte) (int, error) {
-	for len(c.buf) == 0 {
-		if c.err != nil {
-			return 0, c.err
-		}
-		line, err := c.in.ReadBytes('\n')
-		c.err = err
-		if e := checkEnvelope(line); e != nil {
-			if _, werr := c.out.Write(append(e.response(), '\n')); werr != nil {
-				return 0, werr
-			}
-			continue
-		}
-		c.buf = line
-	}
-	n := copy(p, c.buf)
-	c.buf = c.buf[n:]
-	return n, nil
-}
-
 // syncWriter serializes whole-line writes from the stdio server and from
-// checkedLines.
+// kiln's stdio read loop.
 type syncWriter struct {
 	mu sync.Mutex
 	w  io.Writer
