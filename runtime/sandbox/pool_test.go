@@ -206,6 +206,10 @@ func TestPoolCancel(t *testing.T) {
 	if !errors.Is(out.Cause, ErrCanceled) {
 		t.Fatalf("cause %v, want ErrCanceled: %s", out.Cause, out.Error)
 	}
+	// The run may end before the canceled backend call has returned.
+	for fc.active.Load() > 0 {
+		time.Sleep(time.Millisecond)
+	}
 	if fc.canceled.Load() != 1 {
 		t.Errorf("%d backend calls saw the cancel, want 1", fc.canceled.Load())
 	}
