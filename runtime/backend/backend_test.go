@@ -256,3 +256,40 @@ func TestRawCallMatchesSDKPath(t *testing.T) {
 		t.Errorf("a call the backend died in = %v, want ErrGone with its stderr", err)
 	}
 }
+
+// TestRawCallCancelReachesBackend: a call canceled on the raw path tells
+// the backend (notifications/cancelled), which stops the handler.
+func TestRawCallCancelReachesBackend(t *testing.T) {
+	started, stopped := make(chan struct{}, 1), make(chan struct{}, 1)
+	c, err := dialOnce(t.Context(), stdioConfig(t, "hang"), Options{OnNotification: func(method string, params json.RawMessage) {
+		switch {
+		case method == "notifications/progress":
+			started <- struct{}{}
+		case method == "notifications/message" && strings.Contains(string(params), "hang canceled"):
+			stopped <- struct{}{}
+		}
+	}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if !c.rawPath() {
+		t.Fatalf("a %s stdio session does not take the raw path", c.protocol)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(ctx, "hang", nil, CallOptions{ProgressToken: "h1"})
+		errc <- err
+	}()
+	<-started
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("the canceled call = %v, want context.Canceled", err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second): // a bound on a lost notification, not a timing check
+		t.Fatal("the backend's handler was not canceled")
+	}
+}
