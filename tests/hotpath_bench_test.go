@@ -4,12 +4,14 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,29 +43,29 @@ backends:
 		b.Fatal(err)
 	}
 	b.Run("direct", func(b *testing.B) {
-		cs := sdkStdio(b, "", everything...)
-		benchCalls(b, func(ctx context.Context) error {
+		cs, cmd := sdkStdio(b, "", everything...)
+		benchCalls(b, cmd, func(ctx context.Context) error {
 			return callOK(ctx, cs, "echo", map[string]any{"message": "hi"})
 		})
 	})
 	kiln := []string{kilnBin(b), "serve", "--config", cfg}
 	b.Run("kiln-tier1", func(b *testing.B) {
-		cs := sdkStdio(b, profileEnv(b), kiln...)
+		cs, cmd := sdkStdio(b, profileEnv(b), kiln...)
 		code := `{"tool":"everything.echo","arguments":{"message":"hi"}}`
-		benchCalls(b, func(ctx context.Context) error {
+		benchCalls(b, cmd, func(ctx context.Context) error {
 			return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": code})
 		})
 	})
 	b.Run("kiln-tier2", func(b *testing.B) {
-		cs := sdkStdio(b, profileEnv(b), kiln...)
+		cs, cmd := sdkStdio(b, profileEnv(b), kiln...)
 		code := `await everything.echo({message: "hi"})`
-		benchCalls(b, func(ctx context.Context) error {
+		benchCalls(b, cmd, func(ctx context.Context) error {
 			return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": code})
 		})
 	})
 	b.Run("kiln-meta", func(b *testing.B) {
-		cs := sdkStdio(b, profileEnv(b), kiln...)
-		benchCalls(b, func(ctx context.Context) error {
+		cs, cmd := sdkStdio(b, profileEnv(b), kiln...)
+		benchCalls(b, cmd, func(ctx context.Context) error {
 			return callOK(ctx, cs, "list_tools_meta", map[string]any{"page_size": 1})
 		})
 	})
@@ -84,7 +86,7 @@ func profileEnv(b *testing.B) string {
 	return "KILNDEBUG=" + knobs
 }
 
-func sdkStdio(b *testing.B, env string, argv ...string) *sdk.ClientSession {
+func sdkStdio(b *testing.B, env string, argv ...string) (*sdk.ClientSession, *exec.Cmd) {
 	b.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = repoRoot(b)
@@ -98,7 +100,7 @@ func sdkStdio(b *testing.B, env string, argv ...string) *sdk.ClientSession {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cs.Close() })
-	return cs
+	return cs, cmd
 }
 
 func callOK(ctx context.Context, cs *sdk.ClientSession, name string, args map[string]any) error {
@@ -112,16 +114,49 @@ func callOK(ctx context.Context, cs *sdk.ClientSession, name string, args map[st
 	return nil
 }
 
+const warmupCalls = 50
+
+// procCPU is the user + system time of process pid, all its threads, from
+// /proc/PID/stat (in clock ticks, 10 ms on Linux: time enough calls).
+func procCPU(b *testing.B, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the command name, which ends at the last ')': state is
+	// the first, utime the 12th and stime the 13th.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %d fields after the name, want 13 or more", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+	}
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(utime+stime) * tick
+}
+
 // benchCalls warms up (which also waits for the backend to connect), then
 // times b.N sequential calls and reports their p50 and p90.
-func benchCalls(b *testing.B, call func(context.Context) error) {
+//
+// It also reports the CPU time (user + system, all threads) the server
+// process, kiln or server-everything, spent per timed call: unlike the
+// latencies it hardly moves when other work shares the machine, and it
+// counts the server's process alone (a kiln's backend and sandbox workers
+// are processes of their own). The direct run's figure is what
+// server-everything spends; a kiln run's is what kiln adds.
+func benchCalls(b *testing.B, server *exec.Cmd, call func(context.Context) error) {
 	ctx := b.Context()
-	for range 50 {
+	for range warmupCalls {
 		if err := call(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
 	lat := make([]time.Duration, 0, b.N)
+	cpu0 := procCPU(b, server.Process.Pid)
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
@@ -131,6 +166,7 @@ func benchCalls(b *testing.B, call func(context.Context) error) {
 		lat = append(lat, time.Since(start))
 	}
 	b.StopTimer()
+	b.ReportMetric(float64((procCPU(b, server.Process.Pid)-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds()), "p90-µs")

@@ -1,8 +1,10 @@
 package backend
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"strconv"
@@ -205,5 +207,89 @@ func TestHTTPTransports(t *testing.T) {
 				t.Errorf("fail: err=%v result=%+v", err, r)
 			}
 		})
+	}
+}
+
+// TestRawCallMatchesSDKPath: on a stdio session before 2026-07-28 a call
+// skips the SDK client (rawcall.go); its results and errors must be the
+// ones the SDK client gives on the same session.
+func TestRawCallMatchesSDKPath(t *testing.T) {
+	cfg := stdioConfig(t, "serve")
+	legacy, err := dialOnce(t.Context(), cfg, Options{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { legacy.Close() })
+	if modern := dial(t, cfg); !legacy.rawPath() || modern.rawPath() {
+		t.Fatalf("raw path: legacy (%s) %v, modern (%s) %v; want true, false", legacy.protocol, legacy.rawPath(), modern.protocol, modern.rawPath())
+	}
+	for _, tc := range []struct{ tool, args string }{
+		{"either", `{"a":"x"}`}, {"image", `{}`}, {"fail", `{}`}, {"structured", `{}`}, {"env", `{}`},
+		{"nope", `{}`}, // a JSON-RPC error: unknown tool
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			opts := CallOptions{ProgressToken: "p1"}
+			want, wantErr := legacy.callSDK(t.Context(), tc.tool, json.RawMessage(tc.args), opts)
+			got, gotErr := legacy.CallTool(t.Context(), tc.tool, json.RawMessage(tc.args), opts)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("error = %v, want %v", gotErr, wantErr)
+			}
+			if gotErr == nil && tc.tool == "nope" {
+				t.Fatal("an unknown tool did not fail")
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("result (-SDK path +raw path):\n%s", diff)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := legacy.CallTool(ctx, "either", json.RawMessage(`{}`), CallOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a canceled call = %v, want context.Canceled", err)
+	}
+	// The session survives all of it.
+	if r, err := legacy.CallTool(t.Context(), "either", json.RawMessage(`{"b":1}`), CallOptions{}); err != nil || r.IsError {
+		t.Errorf("a call after the others = %+v, %v", r, err)
+	}
+	// A backend that dies mid-call is reported gone, with its stderr.
+	if _, err := legacy.CallTool(t.Context(), "die", json.RawMessage(`{}`), CallOptions{}); !errors.Is(err, ErrGone) || !strings.Contains(err.Error(), "die tool called") {
+		t.Errorf("a call the backend died in = %v, want ErrGone with its stderr", err)
+	}
+}
+
+// TestRawCallCancelReachesBackend: a call canceled on the raw path tells
+// the backend (notifications/cancelled), which stops the handler.
+func TestRawCallCancelReachesBackend(t *testing.T) {
+	started, stopped := make(chan struct{}, 1), make(chan struct{}, 1)
+	c, err := dialOnce(t.Context(), stdioConfig(t, "hang"), Options{OnNotification: func(method string, params json.RawMessage) {
+		switch {
+		case method == "notifications/progress":
+			started <- struct{}{}
+		case method == "notifications/message" && strings.Contains(string(params), "hang canceled"):
+			stopped <- struct{}{}
+		}
+	}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if !c.rawPath() {
+		t.Fatalf("a %s stdio session does not take the raw path", c.protocol)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.CallTool(ctx, "hang", nil, CallOptions{ProgressToken: "h1"})
+		errc <- err
+	}()
+	<-started
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("the canceled call = %v, want context.Canceled", err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second): // a bound on a lost notification, not a timing check
+		t.Fatal("the backend's handler was not canceled")
 	}
 }

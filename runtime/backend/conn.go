@@ -233,6 +233,15 @@ func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, 
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
+	if c.rawPath() {
+		return c.callRaw(ctx, tool, args, opts)
+	}
+	return c.callSDK(ctx, tool, args, opts)
+}
+
+// callSDK is CallTool through the SDK client, which answers a
+// 2026-07-28 backend's input-required rounds.
+func (c *Conn) callSDK(ctx context.Context, tool string, args json.RawMessage, opts CallOptions) (*toolcall.Result, error) {
 	ctx, capture := withCapture(ctx, string(mcp.MethodToolsCall))
 	params := mcp.CallToolParams{Name: tool, Arguments: args}
 	if opts.ProgressToken != nil {

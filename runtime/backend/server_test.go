@@ -102,6 +102,21 @@ func init() {
 		signal.Ignore(syscall.SIGTERM)
 		go func() { _ = server.ServeStdio(testServer()) }()
 		select {}
+	case "hang":
+		// A tool that runs until the client cancels it, and says so.
+		s := testServer()
+		s.AddTool(mcp.NewTool("hang", mcp.WithDescription("Runs until canceled.")),
+			func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				srv := server.ServerFromContext(ctx)
+				_ = srv.SendNotificationToClient(ctx, "notifications/progress", map[string]any{"progressToken": req.Params.Meta.ProgressToken, "progress": 1})
+				<-ctx.Done()
+				_ = srv.SendNotificationToClient(context.WithoutCancel(ctx), "notifications/message", map[string]any{"level": "info", "data": "hang canceled"})
+				return nil, ctx.Err()
+			})
+		if err := server.ServeStdio(s); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "badschema":
 		// A real server that publishes a tool whose arguments are a string.
 		s := testServer()

@@ -52,8 +52,10 @@ type WorkerOptions struct {
 // script that passes its budget or deadline costs only its worker, which
 // is killed and replaced. It has the Run and Limits methods of Sandbox.
 //
-// Lifecycle: NewPool (starts one worker, so a broken setup fails at
-// start) → Run from any number of goroutines → Close (kills the workers).
+// Lifecycle: NewPool (starts the first worker in the background) →
+// Ready (optional: waits for it, and reports a setup that cannot start a
+// worker) → Run from any number of goroutines (the first waits for the
+// first worker) → Close (kills the workers).
 type Pool struct {
 	opts Options
 	lim  Limits
@@ -77,10 +79,18 @@ type Pool struct {
 	// wake is closed (and replaced) when a worker leaves, so a run waiting
 	// for one may start another.
 	wake chan struct{}
+
+	// first is closed once the first worker is idle or failed to start;
+	// firstErr is then set when it failed.
+	first    chan struct{}
+	firstErr error
 }
 
-// NewPool starts one worker and returns a pool that grows to
-// Limits.MaxConcurrent workers on demand.
+// NewPool returns a pool that grows to Limits.MaxConcurrent workers on
+// demand. The first worker starts in the background: starting it (a
+// process that loads the runtime and compiles the preamble) took most of
+// kiln's time to its first answer (BenchmarkColdStart), and discovery
+// needs no worker.
 func NewPool(opts Options, wo WorkerOptions) (*Pool, error) {
 	if opts.Caller == nil {
 		return nil, errors.New("sandbox: a Caller is required")
@@ -115,15 +125,44 @@ func NewPool(opts Options, wo WorkerOptions) (*Pool, error) {
 		p.mechanism = "none: this OS has no cgroup v2 and does not enforce RLIMIT_AS; the heap watchdog and debug.SetMemoryLimit in each worker remain"
 	}
 	p.live = 1
+	p.first = make(chan struct{})
+	go p.startFirst()
+	return p, nil
+}
+
+func (p *Pool) startFirst() {
+	defer close(p.first)
 	w, err := p.startWorker()
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: start a worker process: %w", err)
+		p.firstErr = fmt.Errorf("sandbox: start a worker process: %w", err)
+		p.log.Error("sandbox: the first worker process could not start; call_tool_chain programs fail until a worker starts", "err", err)
+		p.gone()
+		return
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		// Close ran while the worker started and did not see it.
+		p.retire(w)
+		<-w.exited
+		return
 	}
 	p.idle <- w
-	log.Info("sandbox runs in worker processes", "memory_limit", p.mechanism,
-		"max_workers", lim.MaxConcurrent, "worker_vsz_mib", w.vsz>>20, "worker_rlimit_as_mib", w.rlimit>>20,
+	p.log.Info("sandbox runs in worker processes", "memory_limit", p.mechanism,
+		"max_workers", p.lim.MaxConcurrent, "worker_vsz_mib", w.vsz>>20, "worker_rlimit_as_mib", w.rlimit>>20,
 		"worker_data_mib", w.data>>20, "worker_rlimit_data_mib", w.rlimitData>>20)
-	return p, nil
+}
+
+// Ready waits until the first worker has started and returns the error
+// that stopped it, naming the command, or nil; ctx bounds the wait.
+func (p *Pool) Ready(ctx context.Context) error {
+	select {
+	case <-p.first:
+		return p.firstErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Limits returns the effective limits, defaults filled in.
@@ -136,6 +175,10 @@ func (p *Pool) Mechanism() string { return p.mechanism }
 func (p *Pool) Close() error {
 	p.mu.Lock()
 	p.closed = true
+	p.mu.Unlock()
+	// No worker process outlives Close, the first one included.
+	<-p.first
+	p.mu.Lock()
 	ws := make([]*worker, 0, len(p.all))
 	for w := range p.all {
 		ws = append(ws, w)
@@ -189,6 +232,17 @@ func (p *Pool) Run(ctx context.Context, code string, opts RunOptions) (*Outcome,
 // MaxConcurrent live. The caller holds a slot, so one is always idle,
 // starting, or may be started.
 func (p *Pool) take(ctx context.Context) (*worker, error) {
+	// The first worker is on its way: wait for it rather than start a
+	// second one beside it. When it failed, the loop tries again.
+	select {
+	case <-p.first:
+	default:
+		select {
+		case <-p.first:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	for {
 		select {
 		case w := <-p.idle:

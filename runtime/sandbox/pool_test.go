@@ -207,6 +207,10 @@ func TestPoolCancel(t *testing.T) {
 	if !errors.Is(out.Cause, ErrCanceled) {
 		t.Fatalf("cause %v, want ErrCanceled: %s", out.Cause, out.Error)
 	}
+	// The run may end before the canceled backend call has returned.
+	for fc.active.Load() > 0 {
+		time.Sleep(time.Millisecond)
+	}
 	if fc.canceled.Load() != 1 {
 		t.Errorf("%d backend calls saw the cancel, want 1", fc.canceled.Load())
 	}
@@ -246,8 +250,9 @@ func TestPoolTimeoutCancelsCalls(t *testing.T) {
 	}
 }
 
-// TestPoolWorkerStartFails: a worker that cannot start fails NewPool with
-// a message naming the command, never a silent in-process fallback.
+// TestPoolWorkerStartFails: a worker that cannot start fails Ready with
+// a message naming the command, and a run fails as a gateway problem,
+// never a silent in-process fallback.
 func TestPoolWorkerStartFails(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -258,9 +263,21 @@ func TestPoolWorkerStartFails(t *testing.T) {
 		{"exits at once", func() *exec.Cmd { return exec.Command("/bin/sh", "-c", "echo broken >&2; exit 3") }, "broken"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewPool(Options{Caller: &fakeCaller{fn: echo}}, WorkerOptions{Command: tc.cmd})
+			p, err := NewPool(Options{Caller: &fakeCaller{fn: echo}}, WorkerOptions{Command: tc.cmd})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			err = p.Ready(t.Context())
 			if err == nil || !strings.Contains(err.Error(), "start a worker process") || !strings.Contains(err.Error(), tc.says) {
-				t.Fatalf("NewPool error = %v, want one about starting the worker mentioning %q", err, tc.says)
+				t.Fatalf("Ready error = %v, want one about starting the worker mentioning %q", err, tc.says)
+			}
+			out, err := p.Run(t.Context(), `return 1`, RunOptions{})
+			if err != nil || !out.IsError || !errors.Is(out.Cause, ErrInternal) || !strings.Contains(out.Error, "gateway problem") {
+				t.Fatalf("Run after a failed start = %v %+v, want an internal error", err, out)
+			}
+			if !strings.Contains(out.Cause.Error(), tc.says) {
+				t.Errorf("the cause %q does not carry the worker's error %q", out.Cause, tc.says)
 			}
 		})
 	}

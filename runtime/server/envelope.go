@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -21,6 +20,7 @@ const maxNesting = 512
 const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
+	codeInternalError  = -32603
 )
 
 // envelopeError is a message refused before the SDK sees it, because the
@@ -67,6 +67,30 @@ func checkEnvelope(msg []byte) *envelopeError {
 // is unsure of, goes to envelopeProblem, which decodes (two passes of the
 // standard decoder cost about ten times as much on large arguments).
 func plainRequest(b []byte) bool {
+	return scanRequest(b, nil)
+}
+
+// topMembers are the top-level members scanRequest reports: raw value
+// bytes, nil when absent.
+type topMembers struct {
+	id, method json.RawMessage
+	// odd is set when a name matches id or method only case-insensitively
+	// or twice: the decoder takes the last of them, so the line is left to
+	// it.
+	odd bool
+}
+
+func (t *topMembers) set(field *json.RawMessage, name, want string, v json.RawMessage) {
+	if *field != nil || name != want {
+		t.odd = true
+	}
+	*field = v
+}
+
+// scanRequest is plainRequest that also reports, when top is not nil, the
+// raw id and method values it passed over, so the stdio read loop can
+// route a line without decoding it.
+func scanRequest(b []byte, top *topMembers) bool {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -109,14 +133,37 @@ func plainRequest(b []byte) bool {
 				if v != '"' && v != '-' && (v < '0' || v > '9') {
 					return false
 				}
+				if top != nil {
+					top.set(&top.id, name, "id", scalarAt(b, j))
+				}
 			case strings.EqualFold(name, "jsonrpc"), strings.EqualFold(name, "method"):
 				if v != '"' {
 					return false
+				}
+				if top != nil && strings.EqualFold(name, "method") {
+					top.set(&top.method, name, "method", scalarAt(b, j))
 				}
 			}
 		}
 	}
 	return depth == 0 && deepest <= maxNesting
+}
+
+// scalarAt returns the string or number that starts at b[j], or nil when
+// it does not end (scanRequest then fails on its own).
+func scalarAt(b []byte, j int) json.RawMessage {
+	if b[j] == '"' {
+		end, _ := skipString(b, j)
+		if end < 0 {
+			return nil
+		}
+		return b[j : end+1]
+	}
+	k := j
+	for k < len(b) && (b[k] == '-' || b[k] == '+' || b[k] == '.' || b[k] == 'e' || b[k] == 'E' || ('0' <= b[k] && b[k] <= '9')) {
+		k++
+	}
+	return b[j:k]
 }
 
 // skipString returns the index of the quote closing the string that
@@ -262,38 +309,8 @@ func checkedHTTP(h http.Handler) http.Handler {
 	})
 }
 
-// checkedLines feeds the stdio server the lines of in that pass
-// checkEnvelope and answers the others on out itself.
-type checkedLines struct {
-	in  *bufio.Reader
-	out io.Writer // shared with the server; writes whole lines
-	buf []byte
-	err error
-}
-
-// Read implements io.Reader.
-func (c *checkedLines) Read(p []byte) (int, error) {
-	for len(c.buf) == 0 {
-		if c.err != nil {
-			return 0, c.err
-		}
-		line, err := c.in.ReadBytes('\n')
-		c.err = err
-		if e := checkEnvelope(line); e != nil {
-			if _, werr := c.out.Write(append(e.response(), '\n')); werr != nil {
-				return 0, werr
-			}
-			continue
-		}
-		c.buf = line
-	}
-	n := copy(p, c.buf)
-	c.buf = c.buf[n:]
-	return n, nil
-}
-
 // syncWriter serializes whole-line writes from the stdio server and from
-// checkedLines.
+// kiln's stdio read loop.
 type syncWriter struct {
 	mu sync.Mutex
 	w  io.Writer

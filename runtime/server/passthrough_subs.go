@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -163,10 +164,25 @@ func sessionID(ctx context.Context) string {
 // forwarded before the SDK acknowledges them (so a backend's refusal
 // reaches the client), sessions are tracked for updates and logs, and a
 // client's log level goes to every backend.
+// maySubscribe reports whether raw may be a subscription request; it
+// spares every tools/call a decode of its arguments (the envelope scan
+// finds the method). Anything the scan is unsure of may be one.
+func maySubscribe(raw []byte) bool {
+	var top topMembers
+	if !scanRequest(raw, &top) || top.odd || bytes.IndexByte(top.method, '\\') >= 0 {
+		return true
+	}
+	switch string(top.method) {
+	case `"` + string(mcp.MethodSubscriptionsListen) + `"`, `"` + string(mcp.MethodResourcesSubscribe) + `"`, `"` + string(mcp.MethodResourcesUnsubscribe) + `"`:
+		return true
+	}
+	return false
+}
+
 func (p *passthru) hook(h *server.Hooks) {
 	h.AddOnRequestInitialization(func(ctx context.Context, _ any, message any) error {
 		raw, ok := message.(json.RawMessage)
-		if !ok {
+		if !ok || !maySubscribe(raw) {
 			return nil
 		}
 		var req struct {

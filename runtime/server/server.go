@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -222,26 +220,27 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 	}
 }
 
-// toMCP converts a kiln result to the SDK's type through its own parser,
-// which keeps every content kind and structuredContent.
+// toMCP converts a kiln result to the SDK's type without decoding it: each
+// content block goes out as the bytes kiln holds (every kind, including
+// ones the SDK does not model; rawContent, as passthrough prompts use),
+// and structuredContent as it is. A round
+// trip through the SDK's parser cost a tier-1 call an encode and two
+// decodes of its result (BenchmarkEchoHop profile).
 func toMCP(r *toolcall.Result) (*mcp.CallToolResult, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
+	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, len(r.Content))}
+	for i, c := range r.Content {
+		out.Content[i] = rawContent{raw: c}
 	}
-	msg := json.RawMessage(raw)
-	return mcp.ParseCallToolResult(&msg)
-}
-
-// ServeStdio serves one client over in/out until ctx ends or in closes.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	std := server.NewStdioServer(s.mcp)
-	// The SDK's default of 5 workers lets five slow call_tool_chain runs
-	// block every other request, discovery included.
-	server.WithWorkerPoolSize(32)(std)
-	std.SetErrorLogger(slog.NewLogLogger(s.log.Handler(), slog.LevelError))
-	sw := &syncWriter{w: out}
-	return std.Listen(ctx, &checkedLines{in: bufio.NewReader(in), out: sw}, &lineWriter{w: sw, patch: withNotFoundURI})
+	if len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null" {
+		out.RawStructuredContent = r.StructuredContent
+	}
+	if len(r.Meta) > 0 && string(r.Meta) != "null" {
+		out.Meta = &mcp.Meta{}
+		if err := json.Unmarshal(r.Meta, out.Meta); err != nil {
+			return nil, fmt.Errorf("result _meta: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // Handler serves streamable HTTP at /mcp and legacy SSE at /sse and

@@ -19,6 +19,8 @@ type Health struct {
 	required func() []string
 	serving  atomic.Bool
 	draining atomic.Bool
+	// broken, when set, says what part of the gateway failed for good.
+	broken atomic.Pointer[string]
 
 	mu       sync.Mutex
 	inFlight int
@@ -34,6 +36,10 @@ func NewHealth(status StatusSource, required func() []string) *Health {
 
 // Ready marks the gateway as serving: config loaded, front door open.
 func (h *Health) Ready() { h.serving.Store(true) }
+
+// Broken turns /readyz to 503 for good with why: a part of the gateway
+// that cannot work (the sandbox could not start a worker).
+func (h *Health) Broken(why string) { h.broken.Store(&why) }
 
 // Drain turns /readyz to 503 for good, so load balancers stop sending new
 // requests while calls in flight finish.
@@ -92,6 +98,8 @@ func (h *Health) notReady() string {
 		return "draining: kiln is shutting down and finishing the calls in flight"
 	case !h.serving.Load():
 		return "starting: kiln is not serving yet"
+	case h.broken.Load() != nil:
+		return *h.broken.Load()
 	}
 	want := h.required()
 	if len(want) == 0 {

@@ -116,6 +116,9 @@ func TestReadiness(t *testing.T) {
 	expect(503, "required backends not connected: db (starting)")
 	(*st)[0].State = dispatch.StateHealthy
 	expect(200, "ready") // web is not required: its state does not matter
+	h.Broken("sandbox: no worker")
+	expect(503, "sandbox: no worker")
+	h.broken.Store(nil)
 	end := h.Begin()
 	h.Drain()
 	expect(503, "draining")

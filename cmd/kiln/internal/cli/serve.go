@@ -229,6 +229,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitFail
 	}
 	defer sb.Close()
+	go func() {
+		// The first worker starts in the background; one that cannot
+		// start leaves kiln serving discovery, not ready, and logged (the
+		// pool logs the worker's error).
+		if err := sb.Ready(ctx); err != nil && ctx.Err() == nil {
+			op.health.Broken("sandbox: " + err.Error() + "; call_tool_chain programs fail until this is fixed (see kiln's log)")
+		}
+	}()
 	srv := server.New(server.Options{
 		Name:         cfg.Gateway.Name,
 		Version:      version.String(),
@@ -432,8 +440,9 @@ func saveUsageEvery(ctx context.Context, u *usecount.Counts, log *slog.Logger, e
 
 // startSandbox starts the worker processes that run tier-3 programs: a
 // hidden subcommand of this same binary, so one binary ships everything.
-// A failure is fatal: running programs inside kiln instead would drop the
-// kernel's memory limit without anyone noticing.
+// Programs never fall back to running inside kiln, which would drop the
+// kernel's memory limit without anyone noticing: a worker that cannot
+// start fails the runs, is logged and makes /readyz not ready.
 func startSandbox(cfg *config.Config, caller toolcall.Caller, reg *registry.Registry, log *slog.Logger) (*sandbox.Pool, error) {
 	self, err := os.Executable()
 	if err != nil {

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestScanRequestTopMembers: the read loop routes on what the envelope
+// scan reports, so it must report the id and method the decoder would
+// see, and flag names the decoder matches in other ways.
+func TestScanRequestTopMembers(t *testing.T) {
+	for _, tc := range []struct {
+		line       string
+		ok         bool
+		id, method string
+		odd        bool
+	}{
+		{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"id":"no","method":"no"}}}`, true, `7`, `"tools/call"`, false},
+		{`{"method":"tools/call","id":"a\"b"}`, true, `"a\"b"`, `"tools/call"`, false},
+		{` { "id" : -1.5e3 , "method" : "ping" } `, true, `-1.5e3`, `"ping"`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, true, ``, `"notifications/initialized"`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"method":"tools/call"}}`, true, `1`, ``, false},
+		// The decoder matches names case-insensitively and keeps the last
+		// of duplicates: such lines are left to it.
+		{`{"id":1,"Method":"tools/call"}`, true, `1`, `"tools/call"`, true},
+		{`{"id":1,"method":"ping","method":"tools/call"}`, true, `1`, `"tools/call"`, true},
+		{`{"ID":1,"method":"tools/call"}`, true, `1`, `"tools/call"`, true},
+		// Not plain: the slow path decides.
+		{`{"id":{},"method":"tools/call"}`, false, ``, ``, false},
+		{`{"id":1,"method":5}`, false, ``, ``, false},
+		{`{"i\u0064":1,"method":"tools/call"}`, false, ``, ``, false},
+		{`[{"id":1,"method":"tools/call"}]`, false, ``, ``, false},
+	} {
+		var top topMembers
+		ok := scanRequest([]byte(tc.line), &top)
+		if ok != tc.ok {
+			t.Errorf("scanRequest(%s) = %v, want %v", tc.line, ok, tc.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		got := []string{string(top.id), string(top.method), fmt.Sprint(top.odd)}
+		want := []string{tc.id, tc.method, fmt.Sprint(tc.odd)}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("scanRequest(%s) id, method, odd (-want +got):\n%s", tc.line, diff)
+		}
+	}
+}
+
+// TestStdioSequentialCallsReuseWorkers: a client that sends its next call
+// when it has read an answer is served by two worker goroutines, whose
+// stacks have grown once, however many calls it makes: one serves a call
+// while the other reads on, then they swap.
+func TestStdioSequentialCallsReuseWorkers(t *testing.T) {
+	s := newStdioTestServer(t, slog.New(slog.DiscardHandler))
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	sdk := &lockedBuffer{}
+	l := &stdioLoop{s: s, in: bufio.NewReader(inR), out: outW, sdk: sdk, slots: make(chan struct{}, stdioMaxCalls),
+		work: make(chan func()), read: make(chan error, 1)}
+	l.mu.Lock()
+	l.startRead(t.Context())
+	l.mu.Unlock()
+	answers := bufio.NewReader(outR)
+	for i := range 20 {
+		fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"tool_info","arguments":{"tool_name":"everything.get-sum"}}}`+"\n", i)
+		raw, err := answers.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp struct {
+			ID     int `json:"id"`
+			Result struct {
+				IsError bool `json:"isError"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(raw, &resp); err != nil || resp.ID != i || resp.Result.IsError {
+			t.Fatalf("answer %d: %s (%v)", i, raw, err)
+		}
+	}
+	// A line that is not a tools/call goes to the SDK's stdio server.
+	ping := `{"jsonrpc":"2.0","id":99,"method":"ping"}` + "\n"
+	fmt.Fprint(inW, ping)
+	inW.Close()
+	if err := <-l.read; err != io.EOF {
+		t.Errorf("reading ended with %v, want EOF", err)
+	}
+	l.stop()
+	if l.nworkers != 2 {
+		t.Errorf("%d workers served 20 sequential calls, want 2", l.nworkers)
+	}
+	if got := sdk.String(); got != ping {
+		t.Errorf("the SDK got %q, want the ping only", got)
+	}
+	if _, err := l.route(t.Context(), []byte(`{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"tool_info"}}`+"\n")); err != errListenEnded {
+		t.Errorf("route after stop = %v, want errListenEnded", err)
+	}
+}
