@@ -11,6 +11,7 @@ const (
 	FieldDescription              // tool description
 	FieldParamName                // top-level input property names
 	FieldParamDesc                // top-level input property descriptions
+	FieldGloss                    // English glosses of the tool's Chinese words (chineseGloss)
 	numFields
 )
 
@@ -83,6 +84,10 @@ type Config struct {
 	// weight. Zero Docs disables it. It is off in DefaultConfig: it lifts
 	// LiveMCPBench but costs more than the rest of a query (see feedback).
 	Feedback Feedback
+	// Synonyms scales the score of the tool-vocabulary synonyms of each
+	// query word (synonymGroups: "remove" also searches "delete"); 0
+	// searches the query's own words only.
+	Synonyms float64
 }
 
 // Feedback configures pseudo-relevance feedback.
@@ -125,6 +130,7 @@ func DefaultConfig() Config {
 		Bigram:          0.3,
 		NameCover:       0.5,
 		QueryStop:       true,
+		Synonyms:        0.5,
 	}
 	c.Weights = [numFields]float64{
 		FieldName:        2,
@@ -133,6 +139,7 @@ func DefaultConfig() Config {
 		FieldDescription: 1,
 		FieldParamName:   0.25,
 		FieldParamDesc:   0.25,
+		FieldGloss:       0.5,
 	}
 	for f := range c.FieldB {
 		c.FieldB[f] = c.B
