@@ -161,7 +161,7 @@ type scratch struct {
 	runes    []rune
 	qtri     []uint64
 	lev      [3][]int
-	synHas   []uint32  // per global doc: the stamp of the last query word it holds
+	synHas   []uint32 // per global doc: the stamp of the last query word it holds
 	synStamp uint32
 	synBest  []float64 // per global doc: its best synonym score for one query word
 	synTouch []uint32
