@@ -161,8 +161,9 @@ type scratch struct {
 	runes    []rune
 	qtri     []uint64
 	lev      [3][]int
-	synHas   []uint32 // per global doc: the stamp of the last query word it holds
-	synStamp uint32
+	synHas   []uint32  // per global doc: the stamp of the last query word it holds
+	synStamp uint32    // the last stamp used
+	synBase  uint32    // query word i's stamp is synBase+i
 	synBest  []float64 // per global doc: its best synonym score for one query word
 	synTouch []uint32
 }
@@ -316,8 +317,14 @@ func idf(n, df int) float64 {
 func (ix *Index) bm25(sc *scratch) {
 	segs := ix.segs
 	useB := ix.cfg.BackendWeight != 0
+	ix.synonymStamps(sc)
 	for qi := range sc.terms {
 		t := sc.term(qi)
+		// A word with synonyms marks the tools holding it (see synonyms).
+		var stamp uint32
+		if ix.syn != nil && qi < sc.unigrams && len(ix.syn[string(t)]) > 0 {
+			stamp = sc.synBase + uint32(qi)
+		}
 		idx := [2]int{-1, -1}
 		df, bdf := -ix.hiddenDF[string(t)], -ix.hiddenBDF[string(t)]
 		for si, seg := range segs {
@@ -347,6 +354,9 @@ func (ix *Index) bm25(sc *scratch) {
 			for p := lo; p < hi; p++ {
 				g := off + seg.tools.postDoc[p]
 				if !ix.isHidden(g) {
+					if stamp != 0 {
+						sc.synHas[g] = stamp
+					}
 					pw := seg.tools.postW[p]
 					if pw < 0 {
 						pw = -pw

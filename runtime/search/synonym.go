@@ -1,6 +1,9 @@
 package search
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // synonymGroups are words that API and tool texts use interchangeably for
 // one operation or object: the verbs and nouns of tool names ("delete_file",
@@ -112,6 +115,22 @@ func synonymTerms(cfg *Config) map[string][]string {
 	return out
 }
 
+// synonymStamps reserves one stamp per query word for this query: bm25
+// marks with it the tools holding the word, which synonyms then skip.
+func (ix *Index) synonymStamps(sc *scratch) {
+	if ix.syn == nil {
+		return
+	}
+	n := uint32(sc.unigrams)
+	if sc.synStamp > math.MaxUint32-n-1 {
+		// Wrapped: old marks could match new stamps.
+		clear(sc.synHas)
+		sc.synStamp = 0
+	}
+	sc.synBase = sc.synStamp + 1
+	sc.synStamp += n
+}
+
 // synonyms scores the synonyms of each query word the query lacks, as
 // Lucene's SynonymQuery treats a word and its forms as one concept: a tool
 // that holds the word itself gains nothing more, and any other tool gains
@@ -129,12 +148,7 @@ func (ix *Index) synonyms(sc *scratch) {
 		if len(syns) == 0 {
 			continue
 		}
-		sc.synStamp++
-		if sc.synStamp == 0 { // wrapped: old stamps could match again
-			clear(sc.synHas)
-			sc.synStamp = 1
-		}
-		ix.eachPosting(sc.term(qi), func(g uint32, _ float32) { sc.synHas[g] = sc.synStamp })
+		stamp := sc.synBase + uint32(qi)
 		for _, s := range syns {
 			if sc.hasTerm(s, 0) {
 				// In the query already, or another word's synonym: one
@@ -148,15 +162,24 @@ func (ix *Index) synonyms(sc *scratch) {
 				continue
 			}
 			w := ix.cfg.Synonyms * idf(ix.liveDocs, df)
-			ix.eachPosting(t, func(g uint32, pw float32) {
-				if sc.synHas[g] == sc.synStamp {
-					return
+			for si, seg := range ix.segs {
+				i := seg.tools.find(t)
+				if i < 0 {
+					continue
 				}
-				if sc.synBest[g] == 0 {
-					sc.synTouch = append(sc.synTouch, g)
+				off := ix.docOffset(si)
+				for p := seg.tools.postOff[i]; p < seg.tools.postOff[i+1]; p++ {
+					g := off + seg.tools.postDoc[p]
+					if sc.synHas[g] == stamp || ix.isHidden(g) {
+						continue
+					}
+					v := w * float64(abs32(seg.tools.postW[p]))
+					if sc.synBest[g] == 0 {
+						sc.synTouch = append(sc.synTouch, g)
+					}
+					sc.synBest[g] = max(sc.synBest[g], v)
 				}
-				sc.synBest[g] = max(sc.synBest[g], w*float64(abs32(pw)))
-			})
+			}
 		}
 		for _, g := range sc.synTouch {
 			sc.add(g, sc.synBest[g])
@@ -165,21 +188,4 @@ func (ix *Index) synonyms(sc *scratch) {
 		sc.synTouch = sc.synTouch[:0]
 	}
 	sc.terms = sc.terms[:mark]
-}
-
-// eachPosting calls fn for each listed tool holding term t, with its
-// stored weight (negative for a word of the tool's name).
-func (ix *Index) eachPosting(t []byte, fn func(g uint32, w float32)) {
-	for si, seg := range ix.segs {
-		i := seg.tools.find(t)
-		if i < 0 {
-			continue
-		}
-		off := ix.docOffset(si)
-		for p := seg.tools.postOff[i]; p < seg.tools.postOff[i+1]; p++ {
-			if g := off + seg.tools.postDoc[p]; !ix.isHidden(g) {
-				fn(g, seg.tools.postW[p])
-			}
-		}
-	}
 }
