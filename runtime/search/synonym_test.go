@@ -85,3 +85,20 @@ func TestSynonymTermsStemmed(t *testing.T) {
 		}
 	}
 }
+
+// Tools registered at run time are found by synonyms too, and a removed
+// backend's tools are not.
+func TestSynonymsOverlay(t *testing.T) {
+	base := Build(synonymCorpus())
+	ix := base.With([]Doc{NewDoc("img", "get_photo", "", "Get a photo by ID.", nil)}, "media")
+	got := ids(ix.Search("picture", Options{}))
+	if !slices.Equal(got, []string{"img.get_photo"}) {
+		t.Errorf("Search(picture) on the overlay = %v, want [img.get_photo]", got)
+	}
+	if got := ids(ix.Search("erase", Options{})); slices.Contains(got, "media.resize_image") {
+		t.Errorf("a removed backend's tool found by a synonym: %v", got)
+	}
+	if got := ids(ix.Search("erase", Options{Limit: 2})); !slices.Equal(got, []string{"fs.delete_file", "fs.remove_file"}) {
+		t.Errorf("Search(erase) = %v, want delete_file and remove_file by synonyms", got)
+	}
+}
