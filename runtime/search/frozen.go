@@ -17,9 +17,10 @@ import (
 const FormatVersion = 4
 
 // The frozen form: magic, format version, CRC-32C of the payload, payload.
-// The payload holds the configuration, the corpus statistics and the base
+// The payload holds the configuration, the corpus statistics, the base
 // segment with its postings, precomputed BM25 weights and ranked try-also
-// terms, so Load only decodes; nothing is tokenized or scored again.
+// terms, and the synonym table as it was stemmed, so Load only decodes;
+// nothing is tokenized or scored again.
 const (
 	magic     = "KILNSRCH"
 	headerLen = len(magic) + 8
