@@ -106,6 +106,9 @@ func Build(docs []Doc) *Index { return BuildWith(docs, DefaultConfig()) }
 func BuildWith(docs []Doc, cfg Config) *Index {
 	seg, st := buildSegment(docs, &cfg, nil)
 	ix := newIndex(cfg, st, seg, nil, nil)
+	if cfg.Synonyms != 0 {
+		ix.syn = synonymTerms(&cfg)
+	}
 	ix.suggest(seg)
 	return ix
 }
@@ -230,6 +233,12 @@ func analyze(tk *tokenizer, cfg *Config, d *Doc) docTerms {
 	for _, p := range d.Params {
 		add(FieldParamName, p.Name)
 		add(FieldParamDesc, p.Description)
+	}
+	if cfg.Weights[FieldGloss] != 0 {
+		// One word at a time: glosses are not a phrase, so no pairs.
+		for _, w := range glossTerms(d) {
+			add(FieldGloss, w)
+		}
 	}
 	return dt
 }

@@ -8,6 +8,10 @@
 //     description (1), parameter names and descriptions (0.25 each), plus
 //     adjacent word pairs (0.3), the tool's backend scored as one document
 //     (0.3) and a bonus for queries that spell out a whole tool name.
+//     A tool described in Chinese also holds English glosses of its common
+//     words (0.5, chineseGloss), and a query word also searches its
+//     tool-vocabulary synonyms (0.5, synonymGroups), once per word and only
+//     in tools that lack the word itself.
 //     Optionally (Config.Feedback, off by default) the best tools' words
 //     then expand the query (pseudo-relevance feedback, RM3).
 //  2. Trigram similarity of each query word to tool names, for partial or

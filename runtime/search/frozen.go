@@ -5,19 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"unsafe"
 )
 
 // FormatVersion is the frozen format this build reads and writes. Bump it
 // with any change to the layout or to what a stored weight means.
-const FormatVersion = 3
+const FormatVersion = 4
 
 // The frozen form: magic, format version, CRC-32C of the payload, payload.
-// The payload holds the configuration, the corpus statistics and the base
+// The payload holds the configuration, the corpus statistics, the base
 // segment with its postings, precomputed BM25 weights and ranked try-also
-// terms, so Load only decodes; nothing is tokenized or scored again.
+// terms, and the synonym table as it was stemmed, so Load only decodes;
+// nothing is tokenized or scored again.
 const (
 	magic     = "KILNSRCH"
 	headerLen = len(magic) + 8
@@ -45,6 +48,7 @@ func (ix *Index) MarshalBinary() ([]byte, error) {
 	}
 	w.f64(ix.st.backendAvg)
 	w.segment(ix.base)
+	w.synonyms(ix.syn)
 	copy(w.buf, magic)
 	binary.LittleEndian.PutUint32(w.buf[len(magic):], FormatVersion)
 	binary.LittleEndian.PutUint32(w.buf[len(magic)+4:], crcOf(w.buf[headerLen:]))
@@ -98,13 +102,19 @@ func decodePayload(p string) (*Index, error) {
 	}
 	st.backendAvg = r.f64()
 	seg := r.segment()
+	syn := r.synonyms()
+	if r.err == nil && (syn == nil) != (cfg.Synonyms == 0) {
+		r.fail("synonym table does not match the synonym weight")
+	}
 	if r.err == nil && r.off != len(r.s) {
 		r.fail("trailing bytes")
 	}
 	if r.err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, r.err)
 	}
-	return newIndex(cfg, st, seg, nil, nil), nil
+	ix := newIndex(cfg, st, seg, nil, nil)
+	ix.syn = syn
+	return ix, nil
 }
 
 type writer struct{ buf []byte }
@@ -141,6 +151,7 @@ func (w *writer) config(c *Config) {
 	w.uv(uint64(c.Feedback.Docs))
 	w.uv(uint64(c.Feedback.Terms))
 	w.f64(c.Feedback.Weight)
+	w.f64(c.Synonyms)
 }
 
 func (w *writer) segment(s *segment) {
@@ -359,6 +370,7 @@ func (r *reader) config(c *Config) {
 	c.QueryStop = r.bool()
 	c.Feedback.Docs, c.Feedback.Terms = r.small(), r.small()
 	c.Feedback.Weight = r.f64()
+	c.Synonyms = r.f64()
 	if c.Stem > StemLight || c.CJK > CJKBoth {
 		r.fail("unknown stemmer or CJK mode")
 	}
@@ -568,4 +580,37 @@ func (r *reader) suggestions(s *segment) {
 	if len(s.suggest) != total {
 		r.fail("try-also counts do not add up")
 	}
+}
+
+// synonyms writes the synonym table: its terms in byte order, each with
+// its synonyms in table order.
+func (w *writer) synonyms(syn map[string][]string) {
+	w.uv(uint64(len(syn)))
+	for _, t := range slices.Sorted(maps.Keys(syn)) {
+		w.str(t)
+		w.uv(uint64(len(syn[t])))
+		for _, s := range syn[t] {
+			w.str(s)
+		}
+	}
+}
+
+func (r *reader) synonyms() map[string][]string {
+	n := r.count(2)
+	if n == 0 || r.err != nil {
+		return nil
+	}
+	syn := make(map[string][]string, n)
+	for range n {
+		t := r.str()
+		ss := make([]string, r.count(1))
+		for i := range ss {
+			ss[i] = r.str()
+		}
+		if r.err != nil {
+			return nil
+		}
+		syn[t] = ss
+	}
+	return syn
 }

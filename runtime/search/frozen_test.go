@@ -12,6 +12,7 @@ import (
 var roundTripQueries = []string{
 	"search the web", "read a file", "weather forecast city", "websrch", "serch", "alrts",
 	"天气预报", "github issue create", "", "list directory entries",
+	"remove a document", "keyword search",
 }
 
 func TestLoadRoundTrip(t *testing.T) {

@@ -40,6 +40,7 @@ func (ix *Index) With(extra []Doc, removedBackends ...string) *Index {
 		over, _ = buildSegment(docs, &ix.cfg, &ix.st)
 	}
 	out := newIndex(ix.cfg, ix.st, ix.base, over, hidden)
+	out.syn = ix.syn
 	if over != nil {
 		// After newIndex, so idf counts the base without hidden tools.
 		out.suggest(over)

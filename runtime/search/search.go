@@ -70,6 +70,9 @@ type Index struct {
 	liveDocs   int            // tools listed
 	liveBacks  int            // backends listed
 	liveOrder  []uint32       // global numbers of live docs by ID; nil means base only
+	// syn maps a query term to its synonyms' terms (Config.Synonyms),
+	// frozen with the index so a query expands as it did when measured.
+	syn map[string][]string
 
 	// free holds idle per-query scratch. A bounded free list rather than a
 	// sync.Pool: the pool drops its contents at every GC, and with 50,000
@@ -158,6 +161,11 @@ type scratch struct {
 	runes    []rune
 	qtri     []uint64
 	lev      [3][]int
+	synHas   []uint32  // per global doc: the stamp of the last query word it holds
+	synStamp uint32    // the last stamp used
+	synBase  uint32    // query word i's stamp is synBase+i
+	synBest  []float64 // per global doc: its best synonym score for one query word
+	synTouch []uint32
 }
 
 func (ix *Index) putScratch(sc *scratch) {
@@ -173,13 +181,18 @@ func (ix *Index) getScratch() *scratch {
 		return sc
 	default:
 	}
-	return &scratch{
+	sc := &scratch{
 		tok:      tokenizer{cfg: &ix.cfg},
 		score:    make([]float64, ix.numDocs()),
 		bscore:   make([]float64, ix.numBackends()),
 		count:    make([]uint16, ix.numDocs()),
 		nameHits: make([]uint8, ix.numDocs()),
 	}
+	if ix.syn != nil {
+		sc.synHas = make([]uint32, ix.numDocs())
+		sc.synBest = make([]float64, ix.numDocs())
+	}
+	return sc
 }
 
 func (sc *scratch) term(i int) []byte { r := sc.terms[i]; return sc.tbuf[r[0]:r[1]] }
@@ -223,6 +236,7 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 	defer ix.putScratch(sc)
 	ix.queryTerms(sc, query)
 	ix.bm25(sc)
+	ix.synonyms(sc)
 	ix.feedback(sc)
 	if len(sc.touched) > 0 {
 		return ix.top(sc, TierBM25, limit, opts.Boost)
@@ -303,8 +317,14 @@ func idf(n, df int) float64 {
 func (ix *Index) bm25(sc *scratch) {
 	segs := ix.segs
 	useB := ix.cfg.BackendWeight != 0
+	ix.synonymStamps(sc)
 	for qi := range sc.terms {
 		t := sc.term(qi)
+		// A word with synonyms marks the tools holding it (see synonyms).
+		var stamp uint32
+		if ix.syn != nil && qi < sc.unigrams && len(ix.syn[string(t)]) > 0 {
+			stamp = sc.synBase + uint32(qi)
+		}
 		idx := [2]int{-1, -1}
 		df, bdf := -ix.hiddenDF[string(t)], -ix.hiddenBDF[string(t)]
 		for si, seg := range segs {
@@ -334,6 +354,9 @@ func (ix *Index) bm25(sc *scratch) {
 			for p := lo; p < hi; p++ {
 				g := off + seg.tools.postDoc[p]
 				if !ix.isHidden(g) {
+					if stamp != 0 {
+						sc.synHas[g] = stamp
+					}
 					pw := seg.tools.postW[p]
 					if pw < 0 {
 						pw = -pw

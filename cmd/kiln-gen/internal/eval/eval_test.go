@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -194,5 +195,18 @@ func TestShipped(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The ladder's last added step is the shipped configuration, so the table
+// explains every choice DefaultConfig makes.
+func TestLadderReachesShipped(t *testing.T) {
+	steps := Ladder()
+	i := slices.IndexFunc(steps, func(s Step) bool { return strings.HasPrefix(s.Name, "shipped") })
+	if i < 1 {
+		t.Fatalf("no shipped alternatives after the added steps: %v", steps)
+	}
+	if diff := cmp.Diff(search.DefaultConfig(), steps[i-1].Config); diff != "" {
+		t.Errorf("last ladder step %q is not DefaultConfig (-want +got):\n%s", steps[i-1].Name, diff)
 	}
 }

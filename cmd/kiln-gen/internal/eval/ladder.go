@@ -56,6 +56,8 @@ func Ladder() []Step {
 	add("+ backend document (0.3)", func(c *search.Config) { c.BackendWeight = 0.3 })
 	add("+ name coverage (0.5)", func(c *search.Config) { c.NameCover = 0.5 })
 	add("+ query request words dropped", func(c *search.Config) { c.QueryStop = true })
+	add("+ English glosses of Chinese words (0.5)", func(c *search.Config) { c.Weights[search.FieldGloss] = 0.5 })
+	add("+ tool-vocabulary synonyms (0.5)", func(c *search.Config) { c.Synonyms = 0.5 })
 
 	alt := func(name string, change func(*search.Config)) {
 		c := search.DefaultConfig()
@@ -77,6 +79,10 @@ func Ladder() []Step {
 	alt("shipped, no name coverage", func(c *search.Config) { c.NameCover = 0 })
 	alt("shipped, per-field length norm (BM25F)", func(c *search.Config) { c.FieldNorm = true })
 	alt("shipped, query request words kept", func(c *search.Config) { c.QueryStop = false })
+	alt("shipped, no Chinese glosses", func(c *search.Config) { c.Weights[search.FieldGloss] = 0 })
+	alt("shipped, no synonyms", func(c *search.Config) { c.Synonyms = 0 })
+	alt("shipped, synonyms at 0.25", func(c *search.Config) { c.Synonyms = 0.25 })
+	alt("shipped, synonyms at 1", func(c *search.Config) { c.Synonyms = 1 })
 	for _, fb := range []search.Feedback{{Docs: 5, Terms: 5, Weight: 0.2}, {Docs: 10, Terms: 5, Weight: 0.2}, {Docs: 5, Terms: 5, Weight: 0.4}} {
 		alt(fmt.Sprintf("shipped + feedback (%d tools, %d words, %.1f)", fb.Docs, fb.Terms, fb.Weight),
 			func(c *search.Config) { c.Feedback = fb })
