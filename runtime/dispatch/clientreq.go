@@ -46,10 +46,11 @@ func withClient(ctx context.Context) context.Context {
 // failing. roots/list outside any call (servers ask at connect and after
 // roots/list_changed) goes to the only connected client session, if there
 // is exactly one.
-func (d *Dispatcher) clientRequest(ctx context.Context, name, method string, params json.RawMessage) (json.RawMessage, error) {
+// key names the backend session the request came on (see callNotification).
+func (d *Dispatcher) clientRequest(ctx context.Context, name, key, method string, params json.RawMessage) (json.RawMessage, error) {
 	d.obs.mu.Lock()
 	sessions := map[string]ClientSession{}
-	for _, obs := range d.obs.byBackend[name] {
+	for _, obs := range d.obs.byBackend[key] {
 		if obs.Client != nil {
 			sessions[obs.Client.SessionID()] = obs.Client
 		}

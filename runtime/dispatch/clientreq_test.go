@@ -61,7 +61,7 @@ func TestClientRequestRouting(t *testing.T) {
 				inFlight(t, d, "b", s)
 			}
 			inFlight(t, d, "other", &session{id: "carol"}) // another backend's calls never count
-			got, err := d.clientRequest(t.Context(), "b", tc.method, json.RawMessage(`{}`))
+			got, err := d.clientRequest(t.Context(), "b", "b", tc.method, json.RawMessage(`{}`))
 			if tc.want == "" {
 				if err == nil {
 					t.Fatalf("answered %s, want a refusal", got)

@@ -134,13 +134,22 @@ func sameConnection(a, b config.Backend) bool {
 func (d *Dispatcher) EndSession(id string) {
 	d.mu.Lock()
 	var conns []*backend.Conn
+	var slots []*slot
 	for _, s := range d.slots {
 		if s.conn != nil {
 			conns = append(conns, s.conn)
 		}
+		slots = append(slots, s)
 	}
 	d.mu.Unlock()
 	for _, c := range conns {
 		c.EndSession(id)
+	}
+	if id == "" {
+		return
+	}
+	// The backend sessions kiln opened for this client session alone.
+	for _, s := range slots {
+		s.closeSessions(id)
 	}
 }

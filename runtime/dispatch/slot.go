@@ -56,6 +56,9 @@ type slot struct {
 	changed chan struct{}
 	cancel  context.CancelFunc
 	exited  chan struct{} // closed when the supervising goroutine returns
+	// sessions are client sessions' own sessions with the backend, by
+	// client session ID (session.go).
+	sessions map[string]*sessionConn
 }
 
 func (d *Dispatcher) newSlot(b config.Backend, dynamic bool) *slot {
@@ -97,6 +100,7 @@ func (s *slot) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
 func (s *slot) run(ctx context.Context) {
 	defer close(s.exited)
 	defer s.markReady()
+	defer s.closeSessions("")
 	log := s.d.log.With("backend", s.cfg.Name)
 	wait := s.d.firstRetry
 	for first := true; ; first = false {
@@ -113,6 +117,7 @@ func (s *slot) run(ctx context.Context) {
 			up := time.Now()
 			err = s.serve(ctx, conn, log)
 			conn.Close()
+			s.closeSessions("")
 			if ctx.Err() != nil {
 				s.set(StateStopped, nil)
 				return
@@ -176,7 +181,7 @@ func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
 			s.d.notification(name, method, params)
 		},
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			return s.d.clientRequest(ctx, name, method, params)
+			return s.d.clientRequest(ctx, name, name, method, params)
 		},
 	})
 	if err != nil {
