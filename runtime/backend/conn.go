@@ -235,6 +235,11 @@ func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, 
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
+	if c.Stateless() {
+		if r := takeRound(ctx); r != nil {
+			return c.callRound(ctx, tool, args, opts, r)
+		}
+	}
 	ctx, capture := withCapture(ctx, string(mcp.MethodToolsCall))
 	params := mcp.CallToolParams{Name: tool, Arguments: args}
 	if opts.ProgressToken != nil {
