@@ -45,10 +45,10 @@ type Round struct {
 
 type roundKey struct{}
 
-// WithRound returns a context whose next tool call on a 2026-07-28 backend
-// session is r's round; the call after it is an ordinary one. Only a call
-// a client made by name (direct exposure) carries a round: a program's
-// calls are kiln's own.
+// WithRound returns a context whose next tool call or prompts/get on a
+// 2026-07-28 backend session is r's round; the call after it is an
+// ordinary one. Only a request a client made by name (a tool in direct
+// exposure, a prompt) carries a round: a program's calls are kiln's own.
 func WithRound(ctx context.Context, r *Round) context.Context {
 	return context.WithValue(ctx, roundKey{}, r)
 }
@@ -68,6 +68,25 @@ var roundIDs atomic.Int64
 // questions itself), and returns the tool's result; an input-required
 // answer or a JSON-RPC error is left in r.
 func (c *Conn) callRound(ctx context.Context, tool string, args json.RawMessage, opts CallOptions, r *Round) (*toolcall.Result, error) {
+	op := fmt.Sprintf("call %q", tool)
+	res, err := c.sendRound(ctx, mcp.MethodToolsCall, op, map[string]any{"name": tool, "arguments": args}, opts.ProgressToken, r)
+	if err != nil || r.InputRequired != nil {
+		return &toolcall.Result{Content: []json.RawMessage{}}, err
+	}
+	out := &toolcall.Result{}
+	if err := json.Unmarshal(res, out); err != nil {
+		return nil, fmt.Errorf("backend %q: %s: malformed result: %w", c.name, op, err)
+	}
+	if out.Content == nil {
+		out.Content = []json.RawMessage{}
+	}
+	return out, nil
+}
+
+// sendRound sends one request of a passed-through round and returns its
+// result as sent; an input-required result is also left in r.InputRequired,
+// a JSON-RPC error in r.Err.
+func (c *Conn) sendRound(ctx context.Context, method mcp.MCPMethod, op string, params map[string]any, progress any, r *Round) (json.RawMessage, error) {
 	meta := map[string]any{
 		mcp.MetaKeyProtocolVersion: c.protocol,
 		mcp.MetaKeyClientInfo:      mcp.Implementation{Name: "kiln"},
@@ -80,13 +99,13 @@ func (c *Conn) callRound(ctx context.Context, tool string, args json.RawMessage,
 	if r.LogLevel != "" && c.caps.Logging != nil {
 		meta[mcp.MetaKeyLogLevel] = r.LogLevel
 	}
-	if opts.ProgressToken != nil {
-		meta["progressToken"] = opts.ProgressToken
+	if progress != nil {
+		meta["progressToken"] = progress
 	}
 	for k, v := range propagation(ctx) {
 		meta[k] = v
 	}
-	params := map[string]any{"name": tool, "arguments": args, "_meta": meta}
+	params["_meta"] = meta
 	if len(r.InputResponses) > 0 && string(r.InputResponses) != "null" {
 		params["inputResponses"] = r.InputResponses
 	}
@@ -95,15 +114,15 @@ func (c *Conn) callRound(ctx context.Context, tool string, args json.RawMessage,
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {
-		return nil, fmt.Errorf("backend %q: call %q: encode request: %w", c.name, tool, err)
+		return nil, fmt.Errorf("backend %q: %s: encode request: %w", c.name, op, err)
 	}
 	req := transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION,
 		ID:      mcp.NewRequestId("kiln-round-" + strconv.FormatInt(roundIDs.Add(1), 10)),
-		Method:  string(mcp.MethodToolsCall),
+		Method:  string(method),
 		Params:  json.RawMessage(raw),
 	}
-	if h := mcp.StandardHeaders(c.protocol, mcp.MethodToolsCall, raw); len(h) > 0 {
+	if h := mcp.StandardHeaders(c.protocol, method, raw); len(h) > 0 {
 		req.Header = http.Header{}
 		for k, v := range h {
 			req.Header.Set(k, v)
@@ -114,16 +133,16 @@ func (c *Conn) callRound(ctx context.Context, tool string, args json.RawMessage,
 	if err != nil {
 		if ctx.Err() != nil {
 			cancelRemote(ctx, t, req)
-			return nil, fmt.Errorf("backend %q: call %q: %w", c.name, tool, ctx.Err())
+			return nil, fmt.Errorf("backend %q: %s: %w", c.name, op, ctx.Err())
 		}
 		if exit := c.gone(err); exit != nil {
-			return nil, c.wrap(fmt.Sprintf("call %q", tool), fmt.Errorf("%w: %v", ErrGone, exit))
+			return nil, c.wrap(op, fmt.Errorf("%w: %v", ErrGone, exit))
 		}
-		return nil, c.wrap(fmt.Sprintf("call %q", tool), err)
+		return nil, c.wrap(op, err)
 	}
 	if resp.Error != nil {
 		r.Err = resp.Error
-		return nil, c.wrap(fmt.Sprintf("call %q", tool), resp.Error.AsError())
+		return nil, c.wrap(op, resp.Error.AsError())
 	}
 	var kind struct {
 		ResultType string `json:"resultType"`
@@ -131,14 +150,6 @@ func (c *Conn) callRound(ctx context.Context, tool string, args json.RawMessage,
 	_ = json.Unmarshal(resp.Result, &kind)
 	if kind.ResultType == string(mcp.ResultTypeInputRequired) {
 		r.InputRequired = append(json.RawMessage(nil), resp.Result...)
-		return &toolcall.Result{Content: []json.RawMessage{}}, nil
 	}
-	out := &toolcall.Result{}
-	if err := json.Unmarshal(resp.Result, out); err != nil {
-		return nil, fmt.Errorf("backend %q: call %q: malformed result: %w", c.name, tool, err)
-	}
-	if out.Content == nil {
-		out.Content = []json.RawMessage{}
-	}
-	return out, nil
+	return resp.Result, nil
 }

@@ -26,13 +26,17 @@ import (
 // newRound is the round a 2026-07-28 request carries, or nil for an older
 // client.
 func newRound(ctx context.Context, req mcp.CallToolRequest) *backend.Round {
+	return roundOf(ctx, req.Params.MultiRoundTripParams)
+}
+
+func roundOf(ctx context.Context, p mcp.MultiRoundTripParams) *backend.Round {
 	info := server.RequestProtocolInfoFromContext(ctx)
 	if info == nil || !info.Modern {
 		return nil
 	}
-	r := &backend.Round{Capabilities: info.ClientCapabilities, LogLevel: string(info.LogLevel), RequestState: req.Params.RequestState}
-	if len(req.Params.InputResponses) > 0 {
-		r.InputResponses, _ = json.Marshal(req.Params.InputResponses)
+	r := &backend.Round{Capabilities: info.ClientCapabilities, LogLevel: string(info.LogLevel), RequestState: p.RequestState}
+	if len(p.InputResponses) > 0 {
+		r.InputResponses, _ = json.Marshal(p.InputResponses)
 	}
 	return r
 }
