@@ -221,7 +221,7 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 			if st := req.Params.RequestState; st != "" && s.exchanges.get(st) == nil {
 				// Not kiln's state: the backend's own, from a round it
 				// asked (round.go).
-				return roundResult(round, call(s.observe(ctx, req), req.Params.RawArguments))
+				return roundResult(ctx, round, call(s.observe(ctx, req), req.Params.RawArguments))
 			}
 		}
 		// serveCall carries progress, logs and the backend's questions to
@@ -231,7 +231,7 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 			return ask, nil
 		}
 		if round != nil {
-			return roundResult(round, out)
+			return roundResult(ctx, round, out)
 		}
 		return toMCP(out)
 	}

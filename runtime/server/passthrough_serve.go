@@ -89,6 +89,9 @@ func (p *passthru) prompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	}
 	raw, err := p.s.opts.Passthrough.GetPrompt(ctx, ref.backend, ref.name, req.Params.Arguments)
 	if err != nil {
+		if round != nil && round.Err != nil {
+			relayError(ctx, round.Err)
+		}
 		return nil, p.backendErr(err)
 	}
 	if round != nil && round.InputRequired != nil {

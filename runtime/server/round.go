@@ -46,16 +46,18 @@ func withRound(ctx context.Context, r *backend.Round) context.Context {
 }
 
 // errBackendRPC is a backend's JSON-RPC error answer to a passed-through
-// round. mcp-go v1.2.1 answers every tool handler error with -32603, so
-// the backend's code (e.g. -32021, missing client capability) reaches the
-// client only in the message.
+// round. mcp-go v1.2.1 answers every tool handler error with -32603; over
+// HTTP relay.go answers with the backend's own error instead, over stdio
+// the backend's code (e.g. -32021, missing client capability) is in the
+// message.
 var errBackendRPC = errors.New("the backend refused the call")
 
 // roundResult is the client's answer for a passed-through round: the
 // backend's input-required result or JSON-RPC error as sent, else out.
-func roundResult(r *backend.Round, out *toolcall.Result) (*mcp.CallToolResult, error) {
+func roundResult(ctx context.Context, r *backend.Round, out *toolcall.Result) (*mcp.CallToolResult, error) {
 	switch {
 	case r.Err != nil:
+		relayError(ctx, r.Err)
 		return nil, fmt.Errorf("%w with JSON-RPC error %d: %s", errBackendRPC, r.Err.Code, r.Err.Message)
 	case r.InputRequired != nil:
 		raw := r.InputRequired
