@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
@@ -68,6 +69,12 @@ func (d *Dispatcher) trackCall(ctx context.Context, s *slot, shared *backend.Con
 		opts, done := d.obs.track(ctx, name)
 		return shared, opts, done, nil
 	}
+	if s.cfg.Transport == config.TransportWorkspace {
+		// Served inside kiln: it never asks the client anything, and a
+		// second instance would split its per-session state.
+		opts, done := d.obs.track(ctx, name)
+		return shared, opts, done, nil
+	}
 	sid := client.SessionID()
 	own := shared.Stateless()
 	if !own && (s.cfg.Transport == config.TransportStdio || s.cfg.Transport == config.TransportSSE) {
@@ -108,6 +115,11 @@ func (d *Dispatcher) sessionConn(ctx context.Context, s *slot, sid string) (*bac
 	}
 	sc.calls++
 	cfg, connectTimeout := s.cfg, d.cfg.Gateway.ConnectTimeout
+	var guard *backend.Guard
+	if s.dynamic {
+		// A registration's connections are checked like its shared one's.
+		guard = &backend.Guard{Allow: d.cfg.Gateway.Registration.AllowHosts, Self: d.opts.Self}
+	}
 	d.mu.Unlock()
 	release := func() {
 		d.mu.Lock()
@@ -123,16 +135,26 @@ func (d *Dispatcher) sessionConn(ctx context.Context, s *slot, sid string) (*bac
 	}
 	if dial {
 		key := sessionKey(name, sid)
-		conn, err := backend.DialTimeout(context.WithoutCancel(ctx), &cfg, connectTimeout, backend.Options{
-			ClientVersion: d.opts.Version,
-			Legacy:        true,
-			OnNotification: func(method string, params json.RawMessage) {
-				d.callNotification(name, key, method, params)
-			},
-			OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-				return d.clientRequest(ctx, name, key, method, params)
-			},
-		})
+		var hc *http.Client
+		var err error
+		if d.opts.HTTPClient != nil && cfg.Transport != config.TransportStdio {
+			hc, err = d.opts.HTTPClient(&cfg) // the backend's OAuth client, as for its shared session
+		}
+		var conn *backend.Conn
+		if err == nil {
+			conn, err = backend.DialTimeout(context.WithoutCancel(ctx), &cfg, connectTimeout, backend.Options{
+				ClientVersion: d.opts.Version,
+				Guard:         guard,
+				HTTPClient:    hc,
+				Legacy:        true,
+				OnNotification: func(method string, params json.RawMessage) {
+					d.callNotification(name, key, method, params)
+				},
+				OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+					return d.clientRequest(ctx, name, key, method, params)
+				},
+			})
+		}
 		d.mu.Lock()
 		sc.conn, sc.err = conn, err
 		if err != nil {
