@@ -61,7 +61,7 @@ func TestClientRequestRouting(t *testing.T) {
 				inFlight(t, d, "b", s)
 			}
 			inFlight(t, d, "other", &session{id: "carol"}) // another backend's calls never count
-			got, err := d.clientRequest(t.Context(), "b", "b", tc.method, json.RawMessage(`{}`))
+			got, err := d.clientRequest(t.Context(), "b", tc.method, json.RawMessage(`{}`))
 			if tc.want == "" {
 				if err == nil {
 					t.Fatalf("answered %s, want a refusal", got)
@@ -105,7 +105,7 @@ func TestSessionOwnership(t *testing.T) {
 	// Bob's call on his own session, tracked under his key, is answered
 	// by bob alone although ada's call is still on the shared one.
 	inFlight(t, d, sessionKey("b", "bob"), bob)
-	got, err := d.clientRequest(t.Context(), "b", sessionKey("b", "bob"), "elicitation/create", json.RawMessage(`{}`))
+	got, err := d.clientRequestOn(t.Context(), "b", sessionKey("b", "bob"), "elicitation/create", json.RawMessage(`{}`))
 	if err != nil || !strings.Contains(string(got), "bob") {
 		t.Errorf("question on bob's own session: got %s, %v; want bob's answer", got, err)
 	}

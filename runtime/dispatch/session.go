@@ -151,7 +151,7 @@ func (d *Dispatcher) sessionConn(ctx context.Context, s *slot, sid string) (*bac
 					d.callNotification(name, key, method, params)
 				},
 				OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-					return d.clientRequest(ctx, name, key, method, params)
+					return d.clientRequestOn(ctx, name, key, method, params)
 				},
 			})
 		}

@@ -181,7 +181,7 @@ func (s *slot) dial(ctx context.Context, first bool) (*backend.Conn, error) {
 			s.d.notification(name, method, params)
 		},
 		OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			return s.d.clientRequest(ctx, name, name, method, params)
+			return s.d.clientRequest(ctx, name, method, params)
 		},
 	})
 	if err != nil {
