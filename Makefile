@@ -36,7 +36,7 @@ KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
 .PHONY: semantic build peers generate record emit diff test check unit race e2e lint fmt fmt-check vet staticcheck tidy \
-        emit-check fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
+        emit-check config-docs fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
 
 ## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
 build:
@@ -60,6 +60,11 @@ record: peers
 # With SEMANTIC=1, emit also freezes tool vectors with gateway.semantic.model of $(CONFIG).
 emit: $(if $(SEMANTIC),llama)
 	$(if $(SEMANTIC),LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib) $(GO) run $(TAGS) ./cmd/kiln-gen emit --manifests manifests --out generated $(if $(SEMANTIC),--config $(CONFIG))
+
+## config-docs: runtime/config/schema/v1.json and README.md's config reference from
+## runtime/config/table.go (TestGeneratedDocs, run by make check and make test, fails when stale)
+config-docs:
+	$(GO) run ./runtime/config/internal/docgen
 
 ## diff: live backends vs committed manifests; exit 1 on drift
 diff: peers
@@ -137,7 +142,7 @@ demo: peers build
 
 ## llama: libllama_go.so for SEMANTIC=1 builds, from npm registry parts
 llama:
-	./runtime/search/semantic/llama/build.sh
+	./cmd/libllama_go/build.sh
 
 ## semantic: the embedding tests against the real llama.cpp build (tiny test model)
 semantic: llama
@@ -158,11 +163,11 @@ $(TOOLS)/syft-$(SYFT_VERSION):
 	GOBIN=$(TOOLS) $(GO) install github.com/anchore/syft/cmd/syft@$(SYFT_VERSION)
 	mv $(TOOLS)/syft $@
 
-## release-snapshot: the release archives and their SBOMs in dist/, offline
-## (the ko image is skipped: a snapshot would load it into a Docker daemon)
+## release-snapshot: the release archives, their SBOMs and the OCI images
+## (dist/*.oci.tar, written by deploy/image) in dist/, offline
 release-snapshot: $(TOOLS)/goreleaser-$(GORELEASER_VERSION) $(TOOLS)/syft-$(SYFT_VERSION)
 	mkdir -p $(TOOLS)/sbom && ln -sf ../syft-$(SYFT_VERSION) $(TOOLS)/sbom/syft
-	PATH=$(TOOLS)/sbom:$$PATH SYFT_CHECK_FOR_APP_UPDATE=false $< release --snapshot --clean --skip=ko,publish
+	PATH=$(TOOLS)/sbom:$$PATH SYFT_CHECK_FOR_APP_UPDATE=false $< release --snapshot --clean --skip=publish
 
 $(TOOLS)/helm-$(HELM_VERSION):
 	GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)

@@ -45,6 +45,7 @@ const (
 // middleware and RFC 9728 metadata) whose tokens it issues.
 type oauthRig struct {
 	as, mcp   *httptest.Server
+	mux       *http.ServeMux // the MCP server's, for tests that add endpoints
 	mgr       *manage.Manager
 	refreshes atomic.Int64 // refresh_token grants the server answered
 	release   chan struct{}
@@ -129,7 +130,7 @@ func startOAuthRig(t *testing.T) *oauthRig {
 		return &auth.TokenInfo{UserID: ti.GetUserID(), Expiration: ti.GetAccessCreateAt().Add(ti.GetAccessExpiresIn())}, nil
 	}
 	mmux := http.NewServeMux()
-	r.mcp = httptest.NewServer(mmux)
+	r.mcp, r.mux = httptest.NewServer(mmux), mmux
 	t.Cleanup(r.mcp.Close)
 	prm := r.mcp.URL + "/.well-known/oauth-protected-resource/mcp"
 	mmux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{

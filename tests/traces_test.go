@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -142,6 +143,8 @@ func TestTracesOTLP(t *testing.T) {
 gateway:
   state_dir: %s
   metrics_addr: 127.0.0.1:0
+  expose: hybrid
+  pin: [web.echo]
 backends:
   web:
     transport: http
@@ -170,15 +173,23 @@ backends:
 	}
 	call(`{"tool": "web.echo", "arguments": {"text": "one"}}`, map[string]any{"traceparent": "00-" + clientTrace + "-" + clientSpan + "-01"})
 	call(`const a = await web.echo({text: "x"}); const b = await web.echo({text: "y"}); return a + b;`, nil)
+	// The pinned tool called by its exposed name roots a trace of its own,
+	// continuing the client's like a meta-tool's.
+	const directTrace, directSpan = "5cf92f3577b34da6a3ce929d0e0e4737", "01f067aa0ba902b8"
+	direct := mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "web__echo", Arguments: map[string]any{"text": "z"},
+		Meta: &mcpgo.Meta{AdditionalFields: map[string]any{"traceparent": "00-" + directTrace + "-" + directSpan + "-01"}}}}
+	if res, err := c.CallTool(t.Context(), direct); err != nil || res.IsError {
+		t.Fatalf("web__echo: %v %+v", err, res)
+	}
 
 	var spans []span
-	eventually(t, "kiln exports 2 meta-tool spans and 3 backend call spans", func() bool {
+	eventually(t, "kiln exports 2 meta-tool spans, 1 direct tool span and 4 backend call spans", func() bool {
 		spans = recv.snapshot()
 		n := map[string]int{}
 		for _, s := range spans {
 			n[s.name]++
 		}
-		return n["call_tool_chain"] == 2 && n["web.echo"] == 3
+		return n["call_tool_chain"] == 2 && n["web__echo"] == 1 && n["web.echo"] == 4
 	})
 	byID := map[string]span{}
 	for _, s := range spans {
@@ -194,7 +205,7 @@ backends:
 	}
 	var paths []string
 	for _, s := range spans {
-		if s.name == "web.echo" {
+		if s.name == "web.echo" && s.trace != directTrace {
 			paths = append(paths, path(s))
 		}
 	}
@@ -220,14 +231,26 @@ backends:
 	if inClientTrace != 3 {
 		t.Errorf("%d spans continue the client's trace %s, want 3 (meta-tool, tier 1, backend call)", inClientTrace, clientTrace)
 	}
+	var directPaths []string
+	for _, s := range spans {
+		if s.trace == directTrace {
+			directPaths = append(directPaths, path(s))
+			if s.name == "web__echo" && s.parent != directSpan {
+				t.Errorf("the direct tool's span has parent %s, want the client's span %s", s.parent, directSpan)
+			}
+		}
+	}
+	if len(directPaths) != 2 || !slices.Contains(directPaths, "web__echo > web.echo") {
+		t.Errorf("spans in the direct call's trace = %v, want web__echo and web__echo > web.echo", directPaths)
+	}
 	if !recv.services["kiln-e2e"] {
 		t.Errorf("service.name from OTEL_SERVICE_NAME not exported; got %v", recv.services)
 	}
 
 	// Each backend call carried its own span's context, in both places.
 	calls := backendSaw()
-	if len(calls) != 3 {
-		t.Fatalf("backend saw %d tools/call, want 3", len(calls))
+	if len(calls) != 4 {
+		t.Fatalf("backend saw %d tools/call, want 4", len(calls))
 	}
 	for _, c := range calls {
 		if c.header == "" || c.header != c.meta {

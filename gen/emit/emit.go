@@ -44,10 +44,15 @@ const (
 // kiln read it through the root package's embed pattern (kiln.SemanticVectors).
 const vectorsFile = indexDir + "/vectors.bin"
 
+// ownDirs are emit's own packages beside the backend packages in
+// generated/: the one list of them, which the directory and package-name
+// checks below both read.
+var ownDirs = []string{bridgeDir, indexDir}
+
 // reservedDirs cannot hold a backend: emit's own packages, and the names
 // the go command treats specially (vendor/ is a vendor tree, testdata/ is
 // skipped).
-var reservedDirs = map[string]bool{bridgeDir: true, indexDir: true, "vendor": true, "testdata": true}
+var reservedDirs = setOf(append([]string{"vendor", "testdata"}, ownDirs...)...)
 
 // allSources is line 2 of files derived from every manifest.
 const allSources = "manifests/*.json"

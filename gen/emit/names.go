@@ -34,12 +34,13 @@ var symbolPrefixes = map[rune]string{
 
 // packageReserved are names a backend package must not take: "main" and
 // "init" are not importable, and the rest are identifiers or imports that
-// generated files use next to the backend packages.
-var packageReserved = setOf(
+// generated files use next to the backend packages (emit's own packages
+// among them, from ownDirs).
+var packageReserved = setOf(append([]string{
 	"main", "init", "r", "c", "ctx", "err", "args", "u", "v", "b",
 	"context", "json", "embed", "manifest", "registry", "toolcall",
-	"generated", "bridge", "searchindex",
-)
+	"generated",
+}, ownDirs...)...)
 
 func setOf(words ...string) map[string]bool {
 	m := make(map[string]bool, len(words))

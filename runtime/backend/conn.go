@@ -131,6 +131,13 @@ func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy boo
 	if legacy {
 		copts = append(copts, client.WithProtocolVersion(legacyProtocol))
 	}
+	if opts.HTTPClient != nil && cfg.Transport != config.TransportStdio {
+		// The probe's request may carry a whole OAuth login (a person at
+		// a browser in kiln auth login): mcp-go's 5 s probe timeout would
+		// abandon it and fall back to initialize, which asks again and
+		// fails on the first flow's state. ctx still bounds the handshake.
+		copts = append(copts, client.WithDiscoverTimeout(-1))
+	}
 	if opts.Elicit != nil {
 		copts = append(copts, client.WithElicitationHandler(elicitor{opts.Elicit}))
 	}

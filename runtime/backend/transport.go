@@ -57,6 +57,9 @@ type stdioTransport struct{ *transport.Stdio }
 
 func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.Stdio.SendRequest(ctx, req)
+	if req.Method == string(mcp.MethodServerDiscover) && err == nil {
+		resp = checkDiscover(resp)
+	}
 	if err == nil {
 		observe(ctx, req, resp)
 	}
@@ -72,6 +75,9 @@ func (t httpTransport) SendRequest(ctx context.Context, req transport.JSONRPCReq
 		// supported gets the same request once more, instead of the SDK
 		// falling back to the legacy handshake a modern server rejects.
 		resp, err = t.StreamableHTTP.SendRequest(ctx, req)
+	}
+	if req.Method == string(mcp.MethodServerDiscover) && err == nil {
+		resp = checkDiscover(resp)
 	}
 	if err == nil {
 		observe(ctx, req, resp)
@@ -119,7 +125,8 @@ func cancelRemote(ctx context.Context, t interface {
 // newTransport builds the SDK transport for a backend. For stdio it returns
 // the started process too, so Close can signal its whole process group.
 // An HTTP or SSE backend uses hc when it is set (a guarded client, or
-// runtime/oauth's), else the SDK's default client.
+// runtime/oauth's), else a default client; an HTTP backend's streams
+// resume through resumer.
 func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *ring, proc **exec.Cmd) (transport.Interface, error) {
 	switch cfg.Transport {
 	case config.TransportStdio:
@@ -138,10 +145,16 @@ func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *rin
 		}
 		return stdioTransport{transport.NewStdioWithOptions(cfg.Command, nil, cfg.Args, transport.WithCommandFunc(cmdFunc))}, nil
 	case config.TransportHTTP:
-		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(cfg.Headers), transport.WithHTTPHeaderFunc(propagation)}
+		// The resumer goes on top, so a resumption GET passes the bearer
+		// and address guard layers like any request.
+		rc := &http.Client{}
 		if hc != nil {
-			opts = append(opts, transport.WithHTTPBasicClient(hc))
+			c := *hc
+			rc = &c
 		}
+		rc.Transport = newResumer(rc.Transport)
+		opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(cfg.Headers), transport.WithHTTPHeaderFunc(propagation),
+			transport.WithHTTPBasicClient(rc)}
 		if listen {
 			// Servers may send requests not tied to a call (elicitation
 			// from a tool that does not relate it) on the GET stream.
@@ -185,4 +198,28 @@ func refusedOwnVersion(resp *transport.JSONRPCResponse, err error) bool {
 	}
 	raw, _ := json.Marshal(resp.Error.Data)
 	return json.Unmarshal(raw, &data) == nil && slices.Contains(data.Supported, data.Requested)
+}
+
+// checkDiscover turns a server/discover result that lists no stateless
+// version kiln speaks into an unsupported-version error, so the SDK falls
+// back to the initialize handshake as the go-sdk client does. A 2025-11-25
+// server may answer every method it does not know with an empty result
+// (the conformance suite's do); the SDK would take that for a 2026-07-28
+// server and then skip what that revision dropped, such as resuming an SSE
+// stream the server closed before the response.
+func checkDiscover(resp *transport.JSONRPCResponse) *transport.JSONRPCResponse {
+	if resp == nil || resp.Error != nil {
+		return resp
+	}
+	var res struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	_ = json.Unmarshal(resp.Result, &res)
+	if v := mcp.NegotiateMutuallySupportedVersion(res.SupportedVersions); mcp.IsModernProtocol(v) {
+		return resp
+	}
+	return &transport.JSONRPCResponse{JSONRPC: resp.JSONRPC, ID: resp.ID, Error: &mcp.JSONRPCErrorDetails{
+		Code:    mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		Message: fmt.Sprintf("server/discover result lists no stateless protocol version kiln supports (supportedVersions %q); using the initialize handshake", res.SupportedVersions),
+	}}
 }

@@ -47,7 +47,7 @@ func newWorkerEngine(b *testing.B) (*Engine, *recorder) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { pool.Close() })
-	return New(Options{Caller: rec, Registry: reg, Resolver: bridge.Lookup(backends), Bridge: backends, Sandbox: pool}), rec
+	return New(Options{Caller: rec, Registry: reg, Catalog: catalogOf(b, reg), Sandbox: pool}), rec
 }
 
 // BenchmarkTiers measures call_tool_chain's own cost per tier, backend time
@@ -63,7 +63,7 @@ func BenchmarkTiers(b *testing.B) {
 		tier3      bool
 	}{
 		{"tier1-json", `{"tool":"my-backend.web_search","arguments":{"query":"kiln"}}`, false},
-		{"tier2-simple", `const r = await my_backend.web_search({query: 'kiln'}); return r;`, false},
+		{"tier2-literal", `const r = await my_backend.web_search({query: 'kiln'}); return r;`, false},
 		{"tier2-introspection", `__getToolInterface("my-backend.web_search")`, false},
 		{"tier3-one-call", `const q = "kiln";
 const r = await my_backend.web_search({query: q}); return r;`, true},

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/catalog"
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
@@ -20,7 +22,7 @@ type Tier int
 // The execution tiers, cheapest first.
 const (
 	TierDirect  Tier = 1 // JSON tool call
-	TierSimple  Tier = 2 // one TypeScript call, parsed without an engine
+	TierLiteral Tier = 2 // one TypeScript call, parsed without an engine
 	TierSandbox Tier = 3 // full program in the goja sandbox
 )
 
@@ -41,19 +43,14 @@ type Request struct {
 type Options struct {
 	Caller   toolcall.Caller
 	Registry *registry.Registry
-	// Resolver maps identifiers in TypeScript to backend and tool names
-	// (the bridge's table); nil disables tier 2.
-	Resolver Resolver
-	// Bridge lists the backends the sandbox preamble binds, so tier 2 can
-	// answer introspection exactly as the sandbox would.
-	Bridge []bridge.Backend
-	// Current, when set, replaces Resolver and Bridge with the bridge as
-	// it stands now, for gateways whose backends change at run time.
-	Current func() Bridging
+	// Catalog holds the sandbox bridge as it stands; nil disables tier 2
+	// and runs programs against the compiled preamble.
+	Catalog Catalog
 	// Sandbox runs tier-3 programs; nil means JSON and tier-2 calls only.
 	Sandbox Sandbox
-	// DefaultTimeout applies when a request names none (default 30s);
-	// MaxTimeout caps what a request may ask for.
+	// DefaultTimeout applies when a request names none; MaxTimeout caps
+	// what a request may ask for. Zero takes gateway.sandbox's defaults
+	// (config.SandboxDefaults); a gateway passes its sandbox's limits.
 	DefaultTimeout, MaxTimeout time.Duration
 	// Output shapes every result before it reaches the model; a request's
 	// intent and max_output_size override its fields.
@@ -71,20 +68,36 @@ type Options struct {
 	OnTier func(ctx context.Context, tier Tier) (context.Context, func())
 }
 
-// Bridging is the sandbox bridge at one moment.
-type Bridging struct {
-	Resolver Resolver
-	Backends []bridge.Backend
-	// ExtraPreamble rebinds backends that changed since emit; "" when none
-	// did.
-	ExtraPreamble string
+// Catalog is where the engine finds the sandbox bridge; *catalog.Catalog
+// is one. A request reads View once, so every call of one program sees the
+// same backends.
+type Catalog interface {
+	View() *catalog.View
 }
 
-func (e *Engine) bridging() Bridging {
-	if e.opts.Current != nil {
-		return e.opts.Current()
+// bridging is the sandbox bridge at one moment.
+type bridging struct {
+	// resolver maps identifiers in TypeScript to backend and tool names
+	// (the bridge's table); nil disables tier 2.
+	resolver Resolver
+	// backends are those the sandbox preamble binds, so tier 2 can answer
+	// introspection exactly as the sandbox would.
+	backends []bridge.Backend
+	// extraPreamble rebinds backends that changed since emit; "" when none
+	// did.
+	extraPreamble string
+}
+
+func (e *Engine) bridging() bridging {
+	if e.opts.Catalog == nil {
+		return bridging{}
 	}
-	return Bridging{Resolver: e.opts.Resolver, Backends: e.opts.Bridge}
+	v := e.opts.Catalog.View()
+	br := bridging{backends: v.Bridge, extraPreamble: v.Extra}
+	if v.Table != nil {
+		br.resolver = v.Table
+	}
+	return br
 }
 
 // Engine runs call_tool_chain requests. It is safe for concurrent use.
@@ -95,12 +108,15 @@ type Engine struct {
 
 // New returns an engine.
 func New(opts Options) *Engine {
+	def := config.SandboxDefaults()
 	if opts.DefaultTimeout <= 0 {
-		opts.DefaultTimeout = 30 * time.Second
+		opts.DefaultTimeout = def.Timeout
 	}
-	if opts.MaxTimeout < opts.DefaultTimeout {
-		opts.MaxTimeout = max(opts.DefaultTimeout, 5*time.Minute)
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = def.MaxTimeout
 	}
+	// As the sandbox does: a cap below the default would cut every run.
+	opts.MaxTimeout = max(opts.MaxTimeout, opts.DefaultTimeout)
 	if opts.Output == (pipeline.Options{}) {
 		opts.Output = pipeline.DefaultOptions()
 	}
@@ -165,8 +181,8 @@ func (e *Engine) run(ctx context.Context, req Request) (*toolcall.Result, Tier) 
 	// One view of the bridge for the whole request, so a registration
 	// landing meanwhile cannot split tier 2 and tier 3.
 	br := e.bridging()
-	if res, ok := e.simple(tctx, req.Code, br); ok {
-		return res, TierSimple
+	if res, ok := e.literal(tctx, req.Code, br); ok {
+		return res, TierLiteral
 	}
 	ctx, end := e.enter(ctx, TierSandbox)
 	defer end()

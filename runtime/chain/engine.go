@@ -25,20 +25,20 @@ type Resolver interface {
 	Resolve(objIdent, toolIdent string) (backend, tool string, ok bool)
 }
 
-// simple tries tier 2: one call or one introspection read it can prove it
+// literal tries tier 2, the literal call: one call or one introspection read it can prove it
 // understands. ok is false when the code must go to the sandbox, which is
 // also where names that do not resolve go, so the model gets the sandbox's
 // hints (closest backend, meta-tool misuse) instead of a bare "not found".
-func (e *Engine) simple(ctx context.Context, code string, br Bridging) (*toolcall.Result, bool) {
-	if br.Resolver == nil {
+func (e *Engine) literal(ctx context.Context, code string, br bridging) (*toolcall.Result, bool) {
+	if br.resolver == nil {
 		return nil, false
 	}
-	if call, ok := ParseSimpleCall(code); ok {
-		backend, tool, ok := br.Resolver.Resolve(call.Object, call.Tool)
+	if call, ok := ParseLiteralCall(code); ok {
+		backend, tool, ok := br.resolver.Resolve(call.Object, call.Tool)
 		if !ok {
 			return nil, false
 		}
-		ctx, end := e.enter(ctx, TierSimple)
+		ctx, end := e.enter(ctx, TierLiteral)
 		defer end()
 		res, err := e.opts.Caller.CallTool(ctx, backend, tool, call.Args)
 		if err != nil {
@@ -47,7 +47,7 @@ func (e *Engine) simple(ctx context.Context, code string, br Bridging) (*toolcal
 		return res, true
 	}
 	if in, ok := ParseIntrospection(code); ok {
-		raw, ok := in.Answer(br.Backends)
+		raw, ok := in.Answer(br.backends)
 		if !ok {
 			return nil, false // it depends on JS semantics: let the engine answer
 		}
@@ -63,11 +63,11 @@ func (e *Engine) simple(ctx context.Context, code string, br Bridging) (*toolcal
 // program runs tier 3 and renders the outcome: the returned value as JSON
 // text, console output after it, and failures as isError with the script's
 // message, stack and hint.
-func (e *Engine) program(ctx context.Context, code string, timeout time.Duration, br Bridging) *toolcall.Result {
+func (e *Engine) program(ctx context.Context, code string, timeout time.Duration, br bridging) *toolcall.Result {
 	if e.opts.Sandbox == nil {
 		return toolcall.Errorf("call_tool_chain: TypeScript is not available in this build; send a JSON call {\"tool\": \"backend.tool\", \"arguments\": {…}}")
 	}
-	out, err := e.opts.Sandbox.Run(ctx, code, sandbox.RunOptions{Timeout: timeout, ExtraPreamble: br.ExtraPreamble})
+	out, err := e.opts.Sandbox.Run(ctx, code, sandbox.RunOptions{Timeout: timeout, ExtraPreamble: br.extraPreamble})
 	if err != nil {
 		if errors.Is(err, sandbox.ErrBusy) {
 			return toolcall.Errorf("call_tool_chain: the sandbox is busy with other runs; retry in a moment, or send a single call as JSON, which does not need the sandbox")

@@ -8,10 +8,13 @@ import (
 	"testing"
 
 	"github.com/kilnmcp/kiln/runtime/bridge"
+	"github.com/kilnmcp/kiln/runtime/catalog"
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/sandbox"
 	"github.com/kilnmcp/kiln/runtime/scrub"
+	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -45,7 +48,18 @@ func newEngine(t testing.TB) (*Engine, *recorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(Options{Caller: rec, Registry: reg, Resolver: bridge.Lookup(backends), Bridge: backends, Sandbox: sb}), rec
+	return New(Options{Caller: rec, Registry: reg, Catalog: catalogOf(t, reg), Sandbox: sb}), rec
+}
+
+// catalogOf is the real catalog over reg's backends, all named in its
+// config; its view holds the bridge the sandbox preamble binds.
+func catalogOf(t testing.TB, reg *registry.Registry) *catalog.Catalog {
+	t.Helper()
+	cfg := &config.Config{Gateway: config.DefaultGateway()}
+	for _, b := range reg.Backends() {
+		cfg.Backends = append(cfg.Backends, config.Backend{Name: b.Name(), Enabled: true})
+	}
+	return catalog.New(catalog.Options{Registry: reg, Config: cfg, Search: catalog.Lexical(search.Build(nil))})
 }
 
 func tierOf(t *testing.T, r *toolcall.Result) Tier {
@@ -69,12 +83,12 @@ func TestTierSelection(t *testing.T) {
 		text       string // substring of the result text
 	}{
 		{"json", `{"tool":"my-backend.web_search","arguments":{"query":"q"}}`, TierDirect, `my-backend.web_search {"query":"q"}`, ""},
-		{"const and return", `const r = await my_backend.web_search({query: 'q'}); return r;`, TierSimple, `my-backend.web_search {"query":"q"}`, ""},
-		{"return await", `return await my_backend.web_search({"query": "q",})`, TierSimple, `my-backend.web_search {"query":"q"}`, ""},
-		{"bare call", `my_backend.get_data()`, TierSimple, `my-backend.get-data {}`, ""},
-		{"globalThis with original names", `await globalThis['my-backend']['get-data']({n: -1.5e3})`, TierSimple, `my-backend.get-data {"n":-1500}`, ""},
-		{"introspection", `__getToolInterface("my-backend.web_search")`, TierSimple, "", "Searches the web."},
-		{"interfaces keys", `Object.keys(__interfaces["my-backend"])`, TierSimple, "", "get-data"},
+		{"const and return", `const r = await my_backend.web_search({query: 'q'}); return r;`, TierLiteral, `my-backend.web_search {"query":"q"}`, ""},
+		{"return await", `return await my_backend.web_search({"query": "q",})`, TierLiteral, `my-backend.web_search {"query":"q"}`, ""},
+		{"bare call", `my_backend.get_data()`, TierLiteral, `my-backend.get-data {}`, ""},
+		{"globalThis with original names", `await globalThis['my-backend']['get-data']({n: -1.5e3})`, TierLiteral, `my-backend.get-data {"n":-1500}`, ""},
+		{"introspection", `__getToolInterface("my-backend.web_search")`, TierLiteral, "", "Searches the web."},
+		{"interfaces keys", `Object.keys(__interfaces["my-backend"])`, TierLiteral, "", "get-data"},
 		// Near misses: each must reach the sandbox, never a wrong tier-2 call.
 		{"template literal argument", "return await my_backend.web_search({query: `q`})", TierSandbox, `my-backend.web_search {"query":"q"}`, ""},
 		{"computed argument", `return await my_backend.web_search({query: "a" + "b"})`, TierSandbox, `my-backend.web_search {"query":"ab"}`, ""},

@@ -28,7 +28,7 @@ func BenchmarkTiersTelemetry(b *testing.B) {
 			defer tel.Shutdown(context.Background())
 			e, rec := newEngine(b)
 			caller := tel.Caller(rec)
-			backends := e.opts.Bridge
+			backends := e.opts.Catalog.View().Bridge
 			sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Caller: caller})
 			if err != nil {
 				b.Fatal(err)

@@ -11,9 +11,6 @@ import (
 )
 
 var (
-	grants             = []string{GrantAuthorizationCode, GrantClientCredentials}
-	tokenEndpointAuths = []string{"client_secret_basic", "client_secret_post", "none", "private_key_jwt"}
-	signingAlgs        = []string{"ES256", "RS256"}
 	// secretKeys may only hold a ${VAR} reference: a secret written into
 	// kiln.yaml ends up in version control and in every copy of the file.
 	secretKeys = []string{"client_secret", "private_key"}

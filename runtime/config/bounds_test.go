@@ -1,8 +1,6 @@
 package config
 
 import (
-	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -78,22 +76,5 @@ backends:
 		b.Timeout != 24*time.Hour || b.QueueWait != 10*time.Millisecond {
 		t.Errorf("edges not kept: health %+v, sandbox %+v, max_output_size %d, backend timeout %s queue_wait %s",
 			h, c.Gateway.Sandbox, c.Gateway.MaxOutputSize, b.Timeout, b.QueueWait)
-	}
-}
-
-// TestEveryBoundNamesAKey keeps the bounds table in step with the keys.
-func TestEveryBoundNamesAKey(t *testing.T) {
-	for key := range bounds {
-		i := strings.LastIndexByte(key, '.')
-		path, k := key[:i], key[i+1:]
-		var known []string
-		if path == "backends.*" {
-			known = backendScalarKeys
-		} else {
-			known = scalarKeys(path)
-		}
-		if !slices.Contains(known, k) {
-			t.Errorf("bounds[%q] names no scalar key", key)
-		}
 	}
 }

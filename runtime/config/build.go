@@ -57,7 +57,7 @@ func (b *builder) gateway() Gateway {
 func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	b.refs = nil
 	path := "backends." + rb.name
-	out := Backend{Name: rb.name, Timeout: g.CallTimeout, Enabled: true}
+	out := Backend{Name: rb.name}
 	sc := map[string]value{}
 	for _, k := range backendScalarKeys {
 		sc[k] = b.l.get(path + "." + k)
@@ -107,15 +107,12 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 		// the gateway's call timeout must not cut them short.
 		out.Timeout = max(out.Timeout, out.Workspace.Bash.MaxTimeout+workspaceTimeoutMargin)
 	}
-	out.Enabled = b.boolean(b.expand(sc["enabled"]), true)
-	out.Bare = b.boolean(b.expand(sc["bare"]), false)
-	out.Required = b.boolean(b.expand(sc["required"]), false)
+	b.setFields(sc, &out)
 	defMax := defaultMaxConcurrentHTTP
 	if out.Transport == TransportStdio {
 		defMax = defaultMaxConcurrentStdio
 	}
 	out.MaxConcurrent = b.positive(b.expand(sc["max_concurrent"]), defMax, defMax)
-	out.QueueWait = b.duration(b.expand(sc["queue_wait"]), defaultQueueWait)
 	out.Vars = sortRefs(b.refs)
 	return out
 }

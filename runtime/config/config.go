@@ -38,20 +38,22 @@ type Config struct {
 	Backends []Backend // sorted by Name
 }
 
-// Gateway holds settings of kiln itself.
+// Gateway holds settings of kiln itself. Each field's YAML key, default
+// and range are declared once, in keyTable (table.go), and listed in the
+// README's config reference.
 type Gateway struct {
-	// Name is the server name kiln announces to clients (default "kiln").
+	// Name is the server name kiln announces to clients.
 	Name string
 	// StateDir holds small state files (usage counts); absolute after Load.
 	StateDir string
-	// CallTimeout is the default per-call backend timeout (default 30s).
+	// CallTimeout is the default per-call backend timeout.
 	CallTimeout time.Duration
-	// ConnectTimeout bounds connecting and listing one backend (default 30s).
+	// ConnectTimeout bounds connecting and listing one backend.
 	ConnectTimeout time.Duration
 	// MaxOutputSize caps call_tool_chain output in UTF-8 bytes, cut on a
-	// character boundary (default 200000).
+	// character boundary.
 	MaxOutputSize int
-	// LogLevel is debug, info, warn or error (default info).
+	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// Sandbox bounds call_tool_chain's TypeScript runs.
 	Sandbox Sandbox
@@ -65,7 +67,7 @@ type Gateway struct {
 	HTTP HTTP
 	// Semantic names the embedding model of SEMANTIC=1 builds.
 	Semantic Semantic
-	// Expose is ExposeMeta (default), ExposeDirect or ExposeHybrid.
+	// Expose is ExposeMeta, ExposeDirect or ExposeHybrid.
 	Expose string
 	// Pin lists the backend tools hybrid mode lists beside the meta-tools,
 	// each "backend.tool" or "backend.*".
@@ -74,16 +76,16 @@ type Gateway struct {
 	// listener of their own (host:port), for stdio-only deployments.
 	MetricsAddr string
 	// DrainTimeout bounds how long kiln finishes calls in flight after
-	// SIGTERM, once it has turned not-ready (default 20s).
+	// SIGTERM, once it has turned not-ready.
 	DrainTimeout time.Duration
 }
 
 // Health configures backend health checks (YAML gateway.health).
 type Health struct {
-	// Interval between pings of one backend (default 30s); Timeout bounds
-	// each ping (default 5s).
+	// Interval between pings of one backend; Timeout bounds
+	// each ping.
 	Interval, Timeout time.Duration
-	// Failures in a row that open the circuit (default 3).
+	// Failures in a row that open the circuit.
 	Failures int
 }
 
@@ -98,7 +100,7 @@ type Registration struct {
 	// internal, which are refused by default. kiln's own listeners stay
 	// refused whatever this says.
 	AllowHosts []HostRule
-	// MaxBackends caps backends registered at run time (default 10).
+	// MaxBackends caps backends registered at run time.
 	MaxBackends int
 	// Persist keeps registrations across restarts in StateDir.
 	Persist bool
@@ -115,21 +117,18 @@ type HTTP struct {
 	// AllowedOrigins and AllowedHosts guard against DNS rebinding; empty
 	// means loopback names only.
 	AllowedOrigins, AllowedHosts []string
-	// MaxBody caps a request body in bytes (default 4 MiB).
+	// MaxBody caps a request body in bytes.
 	MaxBody int64
-	// MaxSessions caps open sessions per client identity (default 32).
+	// MaxSessions caps open sessions per client identity.
 	MaxSessions int
-	// MaxSessionsTotal caps open sessions across all clients (default
-	// 512); at least MaxSessions.
+	// MaxSessionsTotal caps open sessions across all clients; at least MaxSessions.
 	MaxSessionsTotal int
-	// SessionIdle is how long a session with no request open stays alive
-	// (default 5m).
+	// SessionIdle is how long a session with no request open stays alive.
 	SessionIdle time.Duration
-	// MaxConnections caps open TCP connections in total (default 1024);
-	// MaxConnectionsPerClient per client IP (default 128).
+	// MaxConnections caps open TCP connections in total;
+	// MaxConnectionsPerClient per client IP.
 	MaxConnections, MaxConnectionsPerClient int
-	// ReadTimeout bounds reading a request's headers and body (default
-	// 30s); streams stay open once the request is read.
+	// ReadTimeout bounds reading a request's headers and body; streams stay open once the request is read.
 	ReadTimeout time.Duration
 }
 
@@ -138,23 +137,23 @@ type Semantic struct {
 	// Model is the GGUF file's path; SHA256 its expected digest, checked
 	// against the digest recorded with the frozen vectors.
 	Model, SHA256 string
-	// Threads the embedder may use (default 1).
+	// Threads the embedder may use.
 	Threads int
 }
 
 // Sandbox holds the limits of tier-3 runs (YAML gateway.sandbox). Zero
-// means the sandbox's own default.
+// means the declared default (SandboxDefaults), which the sandbox applies.
 type Sandbox struct {
-	// Timeout applies when a call names none (default 30s); MaxTimeout
-	// caps what a call may ask for (default 5m).
+	// Timeout applies when a call names none; MaxTimeout
+	// caps what a call may ask for.
 	Timeout, MaxTimeout time.Duration
-	// MemoryBytes is the heap budget per run (default 50 MiB); YAML takes
+	// MemoryBytes is the heap budget per run; YAML takes
 	// a size such as "50MiB" or a byte count.
 	MemoryBytes int64
-	// MaxCalls caps backend tool calls per run (default 50).
+	// MaxCalls caps backend tool calls per run.
 	MaxCalls int
-	// MaxConcurrent caps simultaneous runs (default 8); QueueWait is how
-	// long a run waits for a slot before a "busy" error (default 2s).
+	// MaxConcurrent caps simultaneous runs; QueueWait is how
+	// long a run waits for a slot before a "busy" error.
 	MaxConcurrent int
 	QueueWait     time.Duration
 }
@@ -166,12 +165,12 @@ type Output struct {
 	AutoChunkJSON   bool
 	SmartTruncation bool
 	SizeFooter      bool
-	// Thresholds in bytes; zero means the pipeline default (5000, 10240,
-	// 40000).
+	// Thresholds in bytes; zero means the pipeline's default.
 	IntentThreshold, ChunkThreshold, TruncateAt int
 }
 
-// Backend is one declared backend MCP server.
+// Backend is one declared backend MCP server. Its keys, defaults and
+// ranges are declared in keyTable (table.go).
 type Backend struct {
 	Name      string
 	Transport string // TransportStdio, TransportHTTP, TransportSSE or TransportWorkspace
@@ -188,8 +187,7 @@ type Backend struct {
 	Auth      *Auth // OAuth 2.1; nil sends Headers only
 	// Timeout is the per-call timeout (default Gateway.CallTimeout).
 	Timeout time.Duration
-	// MaxConcurrent caps calls in flight (default 10 for stdio, 100 for
-	// HTTP and SSE); a call over the cap waits up to QueueWait (default 10s)
+	// MaxConcurrent caps calls in flight; a call over the cap waits up to QueueWait
 	// for a free slot, then fails with a busy error.
 	MaxConcurrent int
 	QueueWait     time.Duration

@@ -30,18 +30,25 @@
 // and '-' turned into '_': KILN_GATEWAY_CALL_TIMEOUT=10s,
 // KILN_GATEWAY_SANDBOX_MEMORY=100MiB, KILN_BACKENDS_MY_SERVER_ENABLED=false.
 // They apply to every scalar key of the gateway and its sections and to a
-// declared backend's scalar keys: exactly the keys keys.go lists as
-// scalars (lists and maps such as args, env and headers cannot be
+// declared backend's scalar keys: exactly the single-value keys table.go
+// declares (lists and maps such as args, env and headers cannot be
 // overridden). An empty value is ignored, as viper does.
 //
+// Every key is declared once, in keyTable (table.go): path, kind, default,
+// bounds, description, the transports that use it and what a reload does
+// with it. The key sets, suggestions, bounds and defaults the loader uses
+// are derived from it, and so are schema/v1.json and the README's config
+// reference (`make config-docs`, checked by TestGeneratedDocs).
+//
 // Sandbox limits and output thresholds left out stay zero, which the
-// sandbox and the output pipeline read as "use my default": the defaults
-// live with the code they tune.
+// sandbox and the output pipeline read as "use the default": the sandbox
+// takes it from SandboxDefaults (keyTable), the pipeline from its own
+// constants, which keyTable quotes.
 //
 // A backend's transport may be omitted only when it sets command, in which
 // case it is stdio; an HTTP backend must say http or sse because the two
 // speak different protocols at the same kind of URL.
 //
-// schema/v1.json is the JSON Schema of version 1, for editors and CI; tests
-// keep it in step with the loader.
+// schema/v1.json is the JSON Schema of version 1, for editors and CI,
+// generated from keyTable.
 package config

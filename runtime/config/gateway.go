@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Per-backend call limits where the config is silent: a stdio server is one
@@ -12,7 +11,6 @@ import (
 const (
 	defaultMaxConcurrentStdio = 10
 	defaultMaxConcurrentHTTP  = 100
-	defaultQueueWait          = 10 * time.Second
 )
 
 // health checks gateway.health.

@@ -3,7 +3,6 @@ package config
 import (
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/viper"
@@ -29,17 +28,12 @@ type layered struct {
 // values can override too.
 func layer(d *document, env lookup) *layered {
 	l := &layered{v: viper.New(), from: map[string]string{}, lines: map[string]int{}}
-	def := DefaultGateway()
-	for k, v := range map[string]string{
-		"name":            def.Name,
-		"state_dir":       def.StateDir,
-		"call_timeout":    def.CallTimeout.String(),
-		"connect_timeout": def.ConnectTimeout.String(),
-		"max_output_size": strconv.Itoa(def.MaxOutputSize),
-		"log_level":       def.LogLevel,
-		"drain_timeout":   def.DrainTimeout.String(),
-	} {
-		l.v.SetDefault("gateway."+k, v)
+	// The gateway's own scalars start from their declared defaults; the
+	// builder reads the rest's defaults from keyTable itself.
+	for _, k := range keyTable {
+		if k.parent() == "gateway" && k.isScalar() && k.def != "" {
+			l.v.SetDefault(k.path, k.def)
+		}
 	}
 
 	file := map[string]any{}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 )
 
 // LoadOptions adjust how a config is loaded. The zero value reads the
@@ -20,29 +19,48 @@ type LoadOptions struct {
 }
 
 // DefaultGateway returns the gateway settings used where kiln.yaml is
-// silent. StateDir is relative; Load resolves it against the config's folder.
-// Sandbox limits and Output thresholds stay zero, leaving the defaults to
-// the sandbox and the pipeline, which own them.
+// silent, read from keyTable. StateDir is relative; Load resolves it
+// against the config's folder. Sandbox limits and Output thresholds stay
+// zero: the sandbox and the pipeline read zero as "the default", which they
+// take from keyTable (SandboxDefaults) and pipeline's constants.
 func DefaultGateway() Gateway {
 	return Gateway{
-		Name:           "kiln",
-		StateDir:       ".kiln",
-		CallTimeout:    30 * time.Second,
-		ConnectTimeout: 30 * time.Second,
-		MaxOutputSize:  200000,
-		DrainTimeout:   20 * time.Second,
-		LogLevel:       "info",
-		Expose:         ExposeMeta,
-		Health:         Health{Interval: 30 * time.Second, Timeout: 5 * time.Second, Failures: 3},
-		Registration:   Registration{MaxBackends: 10},
-		HTTP:           HTTP{MaxBody: 4 << 20, MaxSessions: 32, MaxSessionsTotal: 512, SessionIdle: 5 * time.Minute, MaxConnections: 1024, MaxConnectionsPerClient: 128, ReadTimeout: 30 * time.Second},
-		Semantic:       Semantic{Threads: 1},
+		Name:           keyIndex["gateway.name"].def,
+		StateDir:       keyIndex["gateway.state_dir"].def,
+		CallTimeout:    defDuration("gateway.call_timeout"),
+		ConnectTimeout: defDuration("gateway.connect_timeout"),
+		MaxOutputSize:  defInt("gateway.max_output_size"),
+		DrainTimeout:   defDuration("gateway.drain_timeout"),
+		LogLevel:       keyIndex["gateway.log_level"].def,
+		Expose:         keyIndex["gateway.expose"].def,
+		Health: Health{Interval: defDuration("gateway.health.interval"), Timeout: defDuration("gateway.health.timeout"),
+			Failures: defInt("gateway.health.failures")},
+		Registration: Registration{MaxBackends: defInt("gateway.registration.max_backends"), Persist: defFlag("gateway.registration.persist")},
+		HTTP: HTTP{MaxBody: defSize("gateway.http.max_body"), MaxSessions: defInt("gateway.http.max_sessions"),
+			MaxSessionsTotal: defInt("gateway.http.max_sessions_total"), SessionIdle: defDuration("gateway.http.session_idle"),
+			MaxConnections: defInt("gateway.http.max_connections"), MaxConnectionsPerClient: defInt("gateway.http.max_connections_per_client"),
+			ReadTimeout: defDuration("gateway.http.read_timeout")},
+		Semantic: Semantic{Threads: defInt("gateway.semantic.threads")},
 		Output: Output{
-			IntentFilter:    true,
-			AutoChunkJSON:   true,
-			SmartTruncation: true,
-			SizeFooter:      true,
+			IntentFilter:    defFlag("gateway.output.intent_filter"),
+			AutoChunkJSON:   defFlag("gateway.output.auto_chunk_json"),
+			SmartTruncation: defFlag("gateway.output.smart_truncation"),
+			SizeFooter:      defFlag("gateway.output.size_footer"),
 		},
+	}
+}
+
+// SandboxDefaults returns the sandbox limits kiln.yaml declares as
+// defaults; the sandbox fills a zero limit from them, and the guide quotes
+// them.
+func SandboxDefaults() Sandbox {
+	return Sandbox{
+		Timeout:       defDuration("gateway.sandbox.timeout"),
+		MaxTimeout:    defDuration("gateway.sandbox.max_timeout"),
+		MemoryBytes:   defSize("gateway.sandbox.memory"),
+		MaxCalls:      defInt("gateway.sandbox.max_calls"),
+		MaxConcurrent: defInt("gateway.sandbox.max_concurrent"),
+		QueueWait:     defDuration("gateway.sandbox.queue_wait"),
 	}
 }
 

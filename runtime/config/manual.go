@@ -29,7 +29,13 @@ func ParseBackend(name string, def json.RawMessage, base *Config) (Backend, erro
 		return Backend{}, &Error{Problems: []Problem{{File: ManualLabel, Key: keyPath("backends", name),
 			Message: "${VAR} references are not expanded for backends registered at run time; write the value itself, or declare the backend in kiln.yaml"}}}
 	}
-	doc, err := json.Marshal(map[string]any{"version": 1, "backends": map[string]json.RawMessage{name: def}})
+	// The base's call timeout is the backend's default timeout, as for a
+	// backend of kiln.yaml; the builder applies it.
+	gw := map[string]string{}
+	if base.Gateway.CallTimeout > 0 {
+		gw["call_timeout"] = base.Gateway.CallTimeout.String()
+	}
+	doc, err := json.Marshal(map[string]any{"version": 1, "gateway": gw, "backends": map[string]json.RawMessage{name: def}})
 	if err != nil {
 		return Backend{}, fmt.Errorf("register_manual: %w", err)
 	}
@@ -54,9 +60,6 @@ func ParseBackend(name string, def json.RawMessage, base *Config) (Backend, erro
 		// of its choosing.
 		return Backend{}, &Error{Problems: []Problem{{File: ManualLabel, Key: keyPath("backends", name) + ".transport",
 			Message: "workspace backends can only be declared in kiln.yaml; register an http or sse backend instead"}}}
-	}
-	if _, set := fields["timeout"]; !set {
-		b.Timeout = base.Gateway.CallTimeout
 	}
 	return b, nil
 }

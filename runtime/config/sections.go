@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/pipeline"
 )
 
 // sandbox checks gateway.sandbox. An absent key stays zero so the sandbox
@@ -22,9 +24,10 @@ func (b *builder) sandbox() Sandbox {
 		b.p.addValue(maxV, "%s is shorter than gateway.sandbox.timeout (%s); raise max_timeout to at least %s or lower timeout",
 			strconv.Quote(maxV.raw), s.Timeout, s.Timeout)
 	}
-	s.MemoryBytes = b.size(get("memory"), "50MiB")
-	s.MaxCalls = b.positive(get("max_calls"), 0, 50)
-	s.MaxConcurrent = b.positive(get("max_concurrent"), 0, 8)
+	def := SandboxDefaults()
+	s.MemoryBytes = b.size(get("memory"), keyIndex["gateway.sandbox.memory"].def)
+	s.MaxCalls = b.positive(get("max_calls"), 0, def.MaxCalls)
+	s.MaxConcurrent = b.positive(get("max_concurrent"), 0, def.MaxConcurrent)
 	// Positive like every duration: the sandbox reads 0 as "use the
 	// default", so an explicit 0s would silently mean 2s.
 	s.QueueWait = b.duration(get("queue_wait"), 0)
@@ -40,9 +43,9 @@ func (b *builder) output(def Output) Output {
 		AutoChunkJSON:   b.boolean(get("auto_chunk_json"), def.AutoChunkJSON),
 		SmartTruncation: b.boolean(get("smart_truncation"), def.SmartTruncation),
 		SizeFooter:      b.boolean(get("size_footer"), def.SizeFooter),
-		IntentThreshold: b.positive(get("intent_threshold"), def.IntentThreshold, 5000),
-		ChunkThreshold:  b.positive(get("chunk_threshold"), def.ChunkThreshold, 10240),
-		TruncateAt:      b.positive(get("truncate_at"), def.TruncateAt, 40000),
+		IntentThreshold: b.positive(get("intent_threshold"), def.IntentThreshold, pipeline.DefaultIntentThreshold),
+		ChunkThreshold:  b.positive(get("chunk_threshold"), def.ChunkThreshold, pipeline.DefaultChunkThreshold),
+		TruncateAt:      b.positive(get("truncate_at"), def.TruncateAt, pipeline.DefaultTruncateAt),
 	}
 }
 

@@ -19,8 +19,7 @@ type Workspace struct {
 	// ReadOnly drops the tools that write (Write, Edit, snapshot_restore)
 	// and mounts Root read-only for Bash.
 	ReadOnly bool
-	// MaxOutput caps the text one tool call returns, in bytes (default
-	// 100000); the middle of longer output is cut with a note.
+	// MaxOutput caps the text one tool call returns, in bytes; the middle of longer output is cut with a note.
 	MaxOutput int
 	// StateDir holds the workspace's snapshots and build cache:
 	// gateway.state_dir/workspace/<name>.
@@ -30,8 +29,8 @@ type Workspace struct {
 
 // Bash configures a workspace's Bash tool (YAML backends.<name>.bash).
 type Bash struct {
-	// Timeout applies when a command names none (default 2m); MaxTimeout
-	// caps what a command may ask for (default 10m).
+	// Timeout applies when a command names none; MaxTimeout
+	// caps what a command may ask for.
 	Timeout, MaxTimeout time.Duration
 	// Env names the variables of kiln's environment passed to commands;
 	// nothing else of kiln's environment is.
@@ -44,15 +43,16 @@ type Bash struct {
 	Unconfined bool
 }
 
-// Workspace defaults, set here once.
-const (
-	DefaultWorkspaceMaxOutput = 100000
-	DefaultBashTimeout        = 2 * time.Minute
-	DefaultBashMaxTimeout     = 10 * time.Minute
-	// workspaceTimeoutMargin lets a command killed at bash.max_timeout
-	// still report its exit code 124 before the call's own deadline.
-	workspaceTimeoutMargin = 10 * time.Second
+// Workspace defaults, read from keyTable.
+var (
+	DefaultWorkspaceMaxOutput = defInt("backends.*.max_output")
+	DefaultBashTimeout        = defDuration("backends.*.bash.timeout")
+	DefaultBashMaxTimeout     = defDuration("backends.*.bash.max_timeout")
 )
+
+// workspaceTimeoutMargin lets a command killed at bash.max_timeout still
+// report its exit code 124 before the call's own deadline.
+const workspaceTimeoutMargin = 10 * time.Second
 
 // workspace checks a workspace backend's keys.
 func (b *builder) workspace(rb *rawBackend, sc map[string]value, path string, g Gateway, out *Backend) {

@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,9 +94,9 @@ type Dispatcher struct {
 	valid *schema.Validator
 
 	mu     sync.Mutex
-	cfg    *config.Config // replaced by Reload
-	slots  map[string]*slot
-	ctx    context.Context // set by Start; slots added later run under it
+	cfg    *config.Config         // replaced by Reload
+	slots  map[string]*supervisor // each backend's supervisor, by name
+	ctx    context.Context        // set by Start; supervisors added later run under it
 	cancel context.CancelFunc
 	recent *recentLog
 	obs    observers
@@ -117,12 +116,12 @@ func New(reg *registry.Registry, cfg *config.Config, opts Options) *Dispatcher {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Dispatcher{reg: reg, cfg: cfg, opts: opts, log: log, valid: schema.New(), slots: map[string]*slot{},
+	d := &Dispatcher{reg: reg, cfg: cfg, opts: opts, log: log, valid: schema.New(), slots: map[string]*supervisor{},
 		recent:     newRecentLog(recentCalls),
 		firstRetry: firstRetry, maxRetry: maxRetry}
 	for i := range cfg.Backends {
 		b := cfg.Backends[i]
-		d.slots[b.Name] = d.newSlot(b, false)
+		d.slots[b.Name] = d.newSupervisor(b, false)
 	}
 	return d
 }
@@ -142,7 +141,7 @@ func (d *Dispatcher) Start(ctx context.Context) {
 // attempt or ctx ends.
 func (d *Dispatcher) WaitReady(ctx context.Context) error {
 	d.mu.Lock()
-	slots := make([]*slot, 0, len(d.slots))
+	slots := make([]*supervisor, 0, len(d.slots))
 	for _, s := range d.slots {
 		slots = append(slots, s)
 	}
@@ -211,12 +210,17 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 	}
 	defer done()
 	res, err := conn.CallTool(cctx, tool, args, callOpts)
+	d.noteLogin(s, tool, err)
+	var login interface{ NeedsLogin() string }
 	switch {
 	case err == nil:
 		if !res.IsError && d.opts.OnCall != nil {
 			d.opts.OnCall(id)
 		}
 		return res, nil
+	case errors.As(err, &login):
+		return nil, &Error{Code: CodeBackend, Backend: backendName, Tool: tool, Err: err,
+			Message: fmt.Sprintf("%s failed: %v\nA person must run `%s`; kiln then uses the new token without a restart. kiln://backend/%s shows needs_login until then.", id, err, login.NeedsLogin(), backendName)}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return nil, &Error{Code: CodeTimeout, Backend: backendName, Tool: tool, Err: err,
 			Message: fmt.Sprintf("%s did not answer before the caller's deadline (the call_tool_chain timeout); kiln told %s to stop; pass a larger timeout or split the work", id, backendName)}
@@ -235,6 +239,20 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 	}
 }
 
+// noteLogin records a call's step-up refusal on its supervisor, or clears the
+// one an earlier call of the same tool left once the tool answers.
+func (d *Dispatcher) noteLogin(s *supervisor, tool string, err error) {
+	var login interface{ NeedsLogin() string }
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case errors.As(err, &login):
+		s.login, s.loginTool = err, tool
+	case err == nil && s.loginTool == tool:
+		s.login, s.loginTool = nil, ""
+	}
+}
+
 // limits are one backend's call limits, read together under the lock so a
 // reload never shows a call half of each.
 type limits struct {
@@ -247,7 +265,7 @@ type limits struct {
 // timeout, instead of failing: the first call after start (or after a
 // registration restored at start) must not fail only because it came
 // early. It returns the deadline the call itself must keep.
-func (d *Dispatcher) awaitConn(ctx context.Context, name, tool string) (*slot, *backend.Conn, limits, time.Time, error) {
+func (d *Dispatcher) awaitConn(ctx context.Context, name, tool string) (*supervisor, *backend.Conn, limits, time.Time, error) {
 	var deadline time.Time
 	var timer *time.Timer
 	for {
@@ -307,10 +325,10 @@ func what(backend, tool string) string {
 	return backend + "." + tool
 }
 
-// conn returns the backend's slot and live connection, or an error saying
+// conn returns the backend's supervisor and live connection, or an error saying
 // why there is none and what the caller can do. A starting backend is an
 // error here; calls use awaitConn, which waits for it.
-func (d *Dispatcher) conn(name, tool string) (*slot, *backend.Conn, limits, error) {
+func (d *Dispatcher) conn(name, tool string) (*supervisor, *backend.Conn, limits, error) {
 	s, conn, lim, wait, err := d.connOrWait(name, tool)
 	if wait != nil {
 		return nil, nil, lim, &Error{Code: CodeStarting, Backend: name, Tool: tool,
@@ -321,7 +339,7 @@ func (d *Dispatcher) conn(name, tool string) (*slot, *backend.Conn, limits, erro
 
 // connOrWait is conn's answer, or, for a starting backend, a channel that
 // closes at its next state change.
-func (d *Dispatcher) connOrWait(name, tool string) (*slot, *backend.Conn, limits, <-chan struct{}, error) {
+func (d *Dispatcher) connOrWait(name, tool string) (*supervisor, *backend.Conn, limits, <-chan struct{}, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s, ok := d.slots[name]
@@ -329,7 +347,9 @@ func (d *Dispatcher) connOrWait(name, tool string) (*slot, *backend.Conn, limits
 		return nil, nil, limits{timeout: d.cfg.Gateway.CallTimeout}, nil, &Error{Code: CodeNotConfigured, Backend: name, Tool: tool,
 			Message: fmt.Sprintf("backend %q is compiled into kiln but not declared in its config; add backends.%s to %s to use it", name, name, d.cfg.EditHint())}
 	}
-	lim := limits{timeout: cmp.Or(s.cfg.Timeout, d.cfg.Gateway.CallTimeout), queueWait: s.cfg.QueueWait}
+	// The config gives every backend its timeout (gateway.call_timeout
+	// unless it names its own).
+	lim := limits{timeout: s.cfg.Timeout, queueWait: s.cfg.QueueWait}
 	switch s.state {
 	case StateHealthy:
 		return s, s.conn, lim, nil, nil
@@ -345,7 +365,7 @@ func (d *Dispatcher) connOrWait(name, tool string) (*slot, *backend.Conn, limits
 
 // unavailable says why a stopped or unhealthy backend cannot take calls
 // and when that may change. Called with d.mu held.
-func (s *slot) unavailable() string {
+func (s *supervisor) unavailable() string {
 	name := s.cfg.Name
 	msg := fmt.Sprintf("backend %q is %s since %s", name, s.state, s.since.Format(time.RFC3339))
 	if s.err != nil {
@@ -387,7 +407,7 @@ func (d *Dispatcher) Close() error {
 	if d.cancel != nil {
 		d.cancel()
 	}
-	slots := make([]*slot, 0, len(d.slots))
+	slots := make([]*supervisor, 0, len(d.slots))
 	for _, s := range d.slots {
 		slots = append(slots, s)
 	}
@@ -399,7 +419,7 @@ func (d *Dispatcher) Close() error {
 
 // stopAll stops slots concurrently: each stdio backend may take its whole
 // grace period.
-func stopAll(slots []*slot) {
+func stopAll(slots []*supervisor) {
 	var wg sync.WaitGroup
 	for _, s := range slots {
 		wg.Go(s.stop)
@@ -407,7 +427,8 @@ func stopAll(slots []*slot) {
 	wg.Wait()
 }
 
-// names returns the slot names sorted; called with d.mu held.
+// names returns the supervised backends' names sorted; called with d.mu
+// held.
 func (d *Dispatcher) namesLocked() []string {
 	names := make([]string, 0, len(d.slots))
 	for n := range d.slots {

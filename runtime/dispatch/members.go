@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
@@ -20,7 +19,7 @@ func (d *Dispatcher) AddBackend(b config.Backend) error {
 	if _, ok := d.slots[b.Name]; ok {
 		return fmt.Errorf("backend %q already exists", b.Name)
 	}
-	s := d.newSlot(b, true)
+	s := d.newSupervisor(b, true)
 	d.slots[b.Name] = s
 	if d.ctx != nil {
 		s.start(d.ctx)
@@ -60,7 +59,7 @@ func (d *Dispatcher) RemoveBackend(name string) bool {
 }
 
 // Reload applies a new config: backends whose connection settings changed
-// (command, args, env, cwd, url, headers, transport, enabled) restart, as
+// (the keys config declares so: command, url, env, ...) restart, as
 // do backends kiln gave up restarting (the edit is the fix),
 // limits (timeout, max_concurrent, queue_wait) and health settings apply
 // in place, and untouched backends keep their sessions. Backends added at
@@ -71,7 +70,7 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 	for _, b := range cfg.Backends {
 		next[b.Name] = b
 	}
-	var restart []*slot
+	var restart []*supervisor
 	var names []string
 	for name, s := range d.slots {
 		b, declared := next[name]
@@ -80,27 +79,30 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 		case !declared && !s.cfg.Enabled:
 			// Dropped earlier and already stopped.
 		case !declared:
-			// Dropped from the config: stop it but keep a slot so calls
+			// Dropped from the config: stop it but keep a supervisor so calls
 			// get a clear "disabled" answer.
 			b = s.cfg
 			b.Enabled = false
 			fallthrough
-		case !sameConnection(s.cfg, b) || s.gaveUp:
+		case !config.SameConnection(s.cfg, b) || s.gaveUp:
 			restart = append(restart, s)
-			d.slots[name] = d.newSlot(b, false)
+			d.slots[name] = d.newSupervisor(b, false)
 			names = append(names, name)
 		default:
 			s.cfg.Timeout, s.cfg.QueueWait = b.Timeout, b.QueueWait
 			if b.MaxConcurrent != cap(s.sem) {
-				// Calls in flight release into the old semaphore.
+				// Calls in flight release into the old semaphore; calls
+				// queued on it move to the new one.
 				s.sem = make(chan struct{}, max(b.MaxConcurrent, 1))
+				close(s.resized)
+				s.resized = make(chan struct{})
 			}
 			s.cfg.MaxConcurrent = b.MaxConcurrent
 		}
 	}
 	for name, b := range next {
 		if _, ok := d.slots[name]; !ok {
-			d.slots[name] = d.newSlot(b, false)
+			d.slots[name] = d.newSupervisor(b, false)
 			names = append(names, name)
 		}
 	}
@@ -120,26 +122,18 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 	return names
 }
 
-// sameConnection reports whether two settings of one backend connect the
-// same way, so a live session can carry over.
-func sameConnection(a, b config.Backend) bool {
-	return a.Transport == b.Transport && a.Command == b.Command && slices.Equal(a.Args, b.Args) &&
-		maps.Equal(a.Env, b.Env) && a.Cwd == b.Cwd && a.URL == b.URL && maps.Equal(a.Headers, b.Headers) &&
-		a.Enabled == b.Enabled && a.Workspace.Equal(b.Workspace)
-}
-
 // EndSession tells every connected backend that client session id ended,
 // so what a backend keeps for it (a workspace's background shells) ends
 // with it.
 func (d *Dispatcher) EndSession(id string) {
 	d.mu.Lock()
 	var conns []*backend.Conn
-	var slots []*slot
+	var sups []*supervisor
 	for _, s := range d.slots {
 		if s.conn != nil {
 			conns = append(conns, s.conn)
 		}
-		slots = append(slots, s)
+		sups = append(sups, s)
 	}
 	d.mu.Unlock()
 	for _, c := range conns {
@@ -149,7 +143,7 @@ func (d *Dispatcher) EndSession(id string) {
 		return
 	}
 	// The backend sessions kiln opened for this client session alone.
-	for _, s := range slots {
+	for _, s := range sups {
 		s.closeSessions(id)
 	}
 }

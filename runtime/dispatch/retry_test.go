@@ -51,7 +51,7 @@ func TestFailedStartIsRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := &config.Config{Gateway: config.DefaultGateway(), Backends: []config.Backend{{
-		Name: "flaky", Transport: config.TransportStdio, Command: exe, Enabled: true,
+		Name: "flaky", Transport: config.TransportStdio, Command: exe, Enabled: true, Timeout: 30 * time.Second,
 		Env: map[string]string{"KILN_TEST_FLAKY_MARKER": filepath.Join(t.TempDir(), "started")},
 	}}}
 	cfg.Gateway.ConnectTimeout = 20 * time.Second

@@ -57,7 +57,7 @@ func sessionKey(backend, session string) string { return backend + "\x00" + sess
 // track registers the call on the shared session or, when it needs one,
 // on a backend session of its client's own, which it returns (nil: the
 // shared one). done ends the call's tracking.
-func (d *Dispatcher) trackCall(ctx context.Context, s *slot, shared *backend.Conn) (*backend.Conn, backend.CallOptions, func(), error) {
+func (d *Dispatcher) trackCall(ctx context.Context, s *supervisor, shared *backend.Conn) (*backend.Conn, backend.CallOptions, func(), error) {
 	name := s.cfg.Name
 	obs := ObserverFrom(ctx)
 	var client ClientSession
@@ -101,7 +101,7 @@ func (d *Dispatcher) trackCall(ctx context.Context, s *slot, shared *backend.Con
 
 // sessionConn returns client session sid's own session with the slot's
 // backend, dialing it on first use; release marks the call over.
-func (d *Dispatcher) sessionConn(ctx context.Context, s *slot, sid string) (*backend.Conn, func(), error) {
+func (d *Dispatcher) sessionConn(ctx context.Context, s *supervisor, sid string) (*backend.Conn, func(), error) {
 	name := s.cfg.Name
 	d.mu.Lock()
 	if s.sessions == nil {
@@ -187,7 +187,7 @@ func (d *Dispatcher) sessionConn(ctx context.Context, s *slot, sid string) (*bac
 
 // dropSession closes sc if it is still sid's session with the slot's
 // backend and no call is using it.
-func (d *Dispatcher) dropSession(s *slot, sid string, sc *sessionConn) {
+func (d *Dispatcher) dropSession(s *supervisor, sid string, sc *sessionConn) {
 	d.mu.Lock()
 	if s.sessions[sid] != sc || (sc.calls > 0 && !closed(sc.conn)) {
 		d.mu.Unlock()
@@ -214,8 +214,8 @@ func closed(c *backend.Conn) bool {
 
 // closeSessions closes the slot's per-client-session backend sessions:
 // all of them (sid ""), or client session sid's.
-func (s *slot) closeSessions(sid string) {
-	s.d.mu.Lock()
+func (s *supervisor) closeSessions(sid string) {
+	s.mu.Lock()
 	var conns []*backend.Conn
 	for id, sc := range s.sessions {
 		if sid != "" && id != sid {
@@ -234,7 +234,7 @@ func (s *slot) closeSessions(sid string) {
 			conns = append(conns, sc.conn)
 		}
 	}
-	s.d.mu.Unlock()
+	s.mu.Unlock()
 	for _, c := range conns {
 		c.Close()
 	}

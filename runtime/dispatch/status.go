@@ -26,9 +26,11 @@ type Status struct {
 	// when the backend last connected or answered a probe.
 	ProbeFailures int
 	LastHealthy   time.Time
-	// Calls, Errors and InFlight count calls dispatched to the backend.
+	// Calls, Errors and InFlight count calls dispatched to the backend;
+	// Queued counts calls waiting for one of its MaxConcurrent slots.
 	Calls, Errors int64
 	InFlight      int
+	Queued        int
 	MaxConcurrent int
 	Timeout       time.Duration
 }
@@ -43,7 +45,7 @@ func (d *Dispatcher) Status() []Status {
 		s := d.slots[name]
 		st := Status{Name: name, Transport: s.cfg.Transport, State: s.state, Since: s.since, Dynamic: s.dynamic,
 			NextRetry: s.retry, GaveUp: s.gaveUp, ProbeFailures: s.failures, LastHealthy: s.lastOK,
-			Calls: s.calls, Errors: s.errs, InFlight: s.inFlight, MaxConcurrent: cap(s.sem), Timeout: s.cfg.Timeout}
+			Calls: s.calls, Errors: s.errs, InFlight: s.inFlight, Queued: s.queued, MaxConcurrent: cap(s.sem), Timeout: s.cfg.Timeout}
 		for _, t := range s.restarts {
 			if now.Sub(t) < restartWindow {
 				st.Restarts++
@@ -51,6 +53,9 @@ func (d *Dispatcher) Status() []Status {
 		}
 		if s.err != nil {
 			st.Error = s.err.Error()
+		}
+		if s.login != nil && s.state == StateHealthy {
+			st.State, st.Error = StateNeedsLogin, s.login.Error()
 		}
 		if s.conn != nil {
 			st.ProtocolVersion = s.conn.ProtocolVersion()

@@ -243,6 +243,42 @@ func TestBusyBackendAndCancellation(t *testing.T) {
 	}
 }
 
+// TestRaisingMaxConcurrentReleasesQueuedCalls: a call queued behind the
+// old limit goes ahead as soon as a reload raises it, not after the call
+// holding the only slot ends.
+func TestRaisingMaxConcurrentReleasesQueuedCalls(t *testing.T) {
+	d := supervised(t, "serve", func(c *config.Config) {
+		c.Backends[0].MaxConcurrent, c.Backends[0].QueueWait = 1, time.Minute
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { d.CallTool(ctx, "sup", "wait", nil) })
+	waitFor(t, d, "one call in flight", func(s Status) bool { return s.InFlight == 1 })
+	queued := make(chan error, 1)
+	go func() {
+		_, err := d.CallTool(t.Context(), "sup", "pid", nil)
+		queued <- err
+	}()
+	waitFor(t, d, "one call queued", func(s Status) bool { return s.Queued == 1 })
+	d.mu.Lock()
+	next := *d.cfg
+	next.Backends = append([]config.Backend(nil), d.cfg.Backends...)
+	d.mu.Unlock()
+	next.Backends[0].MaxConcurrent = 2
+	if restarted := d.Reload(&next); len(restarted) != 0 {
+		t.Fatalf("limits-only reload restarted %v", restarted)
+	}
+	if err := <-queued; err != nil {
+		t.Fatalf("queued call after the limit was raised: %v", err)
+	}
+	if st := d.Status()[0]; st.InFlight != 1 || st.Queued != 0 {
+		t.Errorf("after the queued call: in flight %d, queued %d; want the wait call still in flight and none queued", st.InFlight, st.Queued)
+	}
+	cancel()
+	wg.Wait()
+}
+
 func TestProgressReachesObserver(t *testing.T) {
 	d := supervised(t, "serve", nil)
 	var mu sync.Mutex

@@ -20,18 +20,14 @@ import (
 // neither a bearer token nor JWT validation is configured.
 var ErrAuthRequired = errors.New("gateway.http.auth_token is required")
 
-// Defaults for zero config and option values.
-const (
-	// DefaultMaxBody matches the config default (4 MiB).
-	DefaultMaxBody = 4 << 20
-	// DefaultMaxSessions matches the config default.
-	DefaultMaxSessions = 32
-	// DefaultMaxSessionsTotal matches the config default.
-	DefaultMaxSessionsTotal = 512
-	// DefaultSessionIdle matches the config default.
-	DefaultSessionIdle = 5 * time.Minute
-	// DefaultReadTimeout matches the config default.
-	DefaultReadTimeout = 30 * time.Second
+// Defaults for zero config and option values: gateway.http's, which the
+// config declares once.
+var (
+	DefaultMaxBody          = config.DefaultGateway().HTTP.MaxBody
+	DefaultMaxSessions      = config.DefaultGateway().HTTP.MaxSessions
+	DefaultMaxSessionsTotal = config.DefaultGateway().HTTP.MaxSessionsTotal
+	DefaultSessionIdle      = config.DefaultGateway().HTTP.SessionIdle
+	DefaultReadTimeout      = config.DefaultGateway().HTTP.ReadTimeout
 )
 
 // ssePath is where the legacy SSE transport opens its sessions

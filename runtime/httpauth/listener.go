@@ -7,12 +7,15 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/kilnmcp/kiln/runtime/config"
 )
 
-// Defaults for the connection caps, matching the config.
-const (
-	DefaultMaxConnections          = 1024
-	DefaultMaxConnectionsPerClient = 128
+// Defaults for the connection caps: gateway.http's, which the config
+// declares once.
+var (
+	DefaultMaxConnections          = config.DefaultGateway().HTTP.MaxConnections
+	DefaultMaxConnectionsPerClient = config.DefaultGateway().HTTP.MaxConnectionsPerClient
 )
 
 // refusal is what a connection over a cap gets before it is closed: a

@@ -61,15 +61,14 @@ func (c *clientCredentials) Authorize(ctx context.Context, req *http.Request, re
 	if asm == nil || asm.TokenEndpoint == "" {
 		return fmt.Errorf("authorization server %s publishes no token endpoint", prm.AuthorizationServers[0])
 	}
-	scopes := c.auth.Scopes
-	if len(scopes) == 0 {
-		scopes = challengeScopes(challenges)
-		if len(scopes) == 0 {
-			scopes = prm.ScopesSupported
-		}
+	// The configured scopes, plus what a challenge names: a step-up 403
+	// asks for a scope the configuration may not list.
+	scopes, challenged := c.auth.Scopes, challengeScopes(challenges)
+	if len(scopes) == 0 && len(challenged) == 0 {
+		scopes = prm.ScopesSupported
 	}
 	c.mu.Lock()
-	scopes = union(c.scopes, scopes)
+	scopes = union(union(c.scopes, scopes), challenged)
 	c.mu.Unlock()
 	tok, err := c.request(ctx, asm, prm.Resource, scopes)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -24,10 +25,13 @@ var ErrNeedsLogin = errors.New("needs_login")
 type NeedsLoginError struct {
 	Backend string
 	Reason  string
+	// Scopes, when set, are what the login must ask for: the scopes the
+	// stored token has plus those a step-up challenge named.
+	Scopes []string
 }
 
 func (e *NeedsLoginError) Error() string {
-	return fmt.Sprintf("backend %q needs_login: %s; run: kiln auth login %s", e.Backend, e.Reason, e.Backend)
+	return fmt.Sprintf("backend %q needs_login: %s; run: %s", e.Backend, e.Reason, e.NeedsLogin())
 }
 
 // Is makes errors.Is(err, ErrNeedsLogin) hold.
@@ -63,6 +67,10 @@ type ManagerOptions struct {
 	// RedirectURL overrides the backend's auth.redirect_url (kiln auth
 	// login sets the loopback address it listens on).
 	RedirectURL string
+	// Scopes are asked for on top of the backend's configured or
+	// discovered ones (kiln auth login --scope, as a step-up's
+	// needs_login command says).
+	Scopes []string
 	// OnSecret receives every token and secret the manager learns, for
 	// the output scrubber.
 	OnSecret func(...string)
@@ -122,7 +130,7 @@ func (m *Manager) HTTPClient(cfg *config.Backend) (*http.Client, error) {
 	if m.opts.Authorize == nil && cfg.Auth.Grant != config.GrantClientCredentials {
 		// Headless: a challenge can only end in needs_login, so do not
 		// discover or register a client with the server on every retry.
-		h = headless{h, cfg.Name}
+		h = headless{handler: h, name: cfg.Name, store: m.store}
 	}
 	return &http.Client{Transport: &bearer{name: cfg.Name, h: h, base: m.opts.Base}}, nil
 }
@@ -132,18 +140,35 @@ func (m *Manager) HTTPClient(cfg *config.Backend) (*http.Client, error) {
 // with the login command instead of a flow nobody can complete.
 type headless struct {
 	handler
-	name string
+	name  string
+	store *Store
 }
 
 func (h headless) Authorize(ctx context.Context, _ *http.Request, resp *http.Response) error {
 	resp.Body.Close()
-	reason := "the backend refused the stored token"
-	if src, _ := h.TokenSource(ctx); src == nil {
-		reason = "kiln has no token for it yet"
-	} else if insufficientScope(resp) {
-		reason = "the backend asks for more scope than the stored token has"
+	src, _ := h.TokenSource(ctx)
+	if src == nil {
+		return &NeedsLoginError{Backend: h.name, Reason: "kiln has no token for it yet"}
 	}
-	return &NeedsLoginError{Backend: h.name, Reason: reason}
+	// A login since the token was read (kiln auth login --scope, run
+	// while this process serves) left a new token in the store: try it
+	// before asking for another login.
+	if s, ok := src.(*storedSourceT); ok && s.reload() {
+		return nil
+	}
+	if !insufficientScope(resp) {
+		return &NeedsLoginError{Backend: h.name, Reason: "the backend refused the stored token"}
+	}
+	// Step-up: the login must ask for what the token has and what the
+	// challenge names, or the next call would need the old scopes back.
+	var had []string
+	if r, err := h.store.Load(h.name); err == nil && r != nil {
+		had = r.Scopes
+	}
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	want := challengeScopes(challenges)
+	return &NeedsLoginError{Backend: h.name, Scopes: union(had, want),
+		Reason: fmt.Sprintf("the backend asks for more scope (%s) than the stored token has", strings.Join(want, " "))}
 }
 
 // handler is the go-sdk's OAuthHandler contract: a token source for every
@@ -180,9 +205,9 @@ func (m *Manager) handler(cfg *config.Backend) (handler, error) {
 		RequestRefreshToken: true,
 		ScopeFilter: func(found []string) []string {
 			if len(a.Scopes) > 0 {
-				return a.Scopes
+				found = a.Scopes
 			}
-			return found
+			return union(found, m.opts.Scopes)
 		},
 		AuthorizationCodeFetcher: m.fetcher(cfg.Name),
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
@@ -261,6 +286,23 @@ func (m *Manager) storedSource(name string, r *Record) oauth2.TokenSource {
 	return &storedSourceT{m: m, name: name, cur: r.Token}
 }
 
+// reload picks up a token another process stored since this one read it,
+// reporting whether it changed.
+func (s *storedSourceT) reload() bool {
+	r, err := s.m.store.Load(s.name)
+	if err != nil || r == nil || r.Token == nil || r.Grant != config.GrantAuthorizationCode {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != nil && r.Token.AccessToken == s.cur.AccessToken {
+		return false
+	}
+	s.m.learn(r)
+	s.cur = r.Token
+	return true
+}
+
 func (s *storedSourceT) Token() (*oauth2.Token, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -323,4 +365,19 @@ func (m *Manager) refresh(r *Record) (*oauth2.Token, error) {
 
 // NeedsLogin returns the command that fixes the error; runtime/dispatch
 // looks for this method to show the backend's state as needs_login.
-func (e *NeedsLoginError) NeedsLogin() string { return "kiln auth login " + e.Backend }
+func (e *NeedsLoginError) NeedsLogin() string {
+	cmd := "kiln auth login " + e.Backend
+	if len(e.Scopes) > 0 {
+		cmd += " --scope " + shellQuote(strings.Join(e.Scopes, " "))
+	}
+	return cmd
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs none, so the
+// command can be pasted as shown.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -273,3 +273,67 @@ func TestCloseRefusesRefresh(t *testing.T) {
 		t.Errorf("refresh after Close: err = %v", err)
 	}
 }
+
+// TestNeedsLoginCommand: the command in a needs_login error can be pasted
+// into a shell as shown, with the step-up scopes quoted when needed.
+func TestNeedsLoginCommand(t *testing.T) {
+	for _, tc := range []struct {
+		scopes []string
+		want   string
+	}{
+		{nil, "kiln auth login gh"},
+		{[]string{"repo"}, "kiln auth login gh --scope repo"},
+		{[]string{"read", "admin"}, "kiln auth login gh --scope 'read admin'"},
+		{[]string{"https://x.example/a"}, "kiln auth login gh --scope https://x.example/a"},
+		{[]string{"it's"}, `kiln auth login gh --scope 'it'\''s'`},
+	} {
+		e := &NeedsLoginError{Backend: "gh", Reason: "r", Scopes: tc.scopes}
+		if got := e.NeedsLogin(); got != tc.want {
+			t.Errorf("NeedsLogin(%q) = %q; want %q", tc.scopes, got, tc.want)
+		}
+		if !strings.HasSuffix(e.Error(), "; run: "+tc.want) {
+			t.Errorf("Error() = %q; want it to end with the command", e.Error())
+		}
+	}
+}
+
+// TestHeadlessStepUp: a serving kiln whose token lacks a scope answers the
+// 403 with needs_login naming the union of the stored and challenged
+// scopes; once another process (kiln auth login --scope) stores a new
+// token, the same client retries with it instead of asking again. The
+// server is a stand-in for a resource server's scope check; the e2e test
+// TestOAuthStepUpInteractive runs the real one.
+func TestHeadlessStepUp(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer wide" {
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="admin"`)
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer srv.Close()
+	m := NewManager(ManagerOptions{Dir: t.TempDir()})
+	long := time.Now().Add(time.Hour)
+	if err := m.save("gh", &Record{Grant: config.GrantAuthorizationCode, Scopes: []string{"read"},
+		Token: &oauth2.Token{AccessToken: "narrow", Expiry: long}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := m.HTTPClient(&config.Backend{Name: "gh", URL: srv.URL, Auth: &config.Auth{ClientID: "x", Grant: config.GrantAuthorizationCode}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Post(srv.URL, "application/json", strings.NewReader("{}"))
+	var nl *NeedsLoginError
+	if !errors.As(err, &nl) || nl.NeedsLogin() != "kiln auth login gh --scope 'read admin'" {
+		t.Fatalf("err = %v; want needs_login with kiln auth login gh --scope 'read admin'", err)
+	}
+	if err := m.save("gh", &Record{Grant: config.GrantAuthorizationCode, Scopes: []string{"read", "admin"},
+		Token: &oauth2.Token{AccessToken: "wide", Expiry: long}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Post(srv.URL, "application/json", strings.NewReader("{}"))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("after the new login: %v %v; want 200 with the stored token", resp, err)
+	}
+	resp.Body.Close()
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"iter"
 	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // The scanner below walks JSON that json.Valid has already accepted, so it
@@ -25,18 +27,6 @@ func parseContainer(s string) (string, bool) {
 		return "", false
 	}
 	return t, true
-}
-
-func skipWS(s string, i int) int {
-	for i < len(s) {
-		switch s[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
 
 // valueEnd returns the index just past the value starting at s[i].
@@ -73,28 +63,17 @@ func valueEnd(s string, i int) int {
 	return i
 }
 
-// stringEnd returns the index just past the string starting at s[i].
-// IndexByte is vectorized; most strings hold no escapes, and the backslash
-// search only looks as far as the next quote.
+// stringEnd returns the index just past the string starting at s[i]; s
+// is valid JSON, so the string is closed.
 func stringEnd(s string, i int) int {
-	for i++; i < len(s); {
-		q := strings.IndexByte(s[i:], '"')
-		if q < 0 {
-			return len(s)
-		}
-		bs := strings.IndexByte(s[i:i+q], '\\')
-		if bs < 0 {
-			return i + q + 1
-		}
-		i += bs + 2
-	}
-	return len(s)
+	end, _ := jsontext.StringEnd(s, i)
+	return end
 }
 
 // firstEntry returns the index of the first element or key of the
 // container s, or -1 when it is empty.
 func firstEntry(s string) int {
-	i := skipWS(s, 1)
+	i := jsontext.SkipSpace(s, 1)
 	if i >= len(s) || s[i] == ']' || s[i] == '}' {
 		return -1
 	}
@@ -104,18 +83,18 @@ func firstEntry(s string) int {
 // nextEntry returns the index of the entry after the value ending at e, or
 // -1 at the container's end.
 func nextEntry(s string, e int) int {
-	i := skipWS(s, e)
+	i := jsontext.SkipSpace(s, e)
 	if i >= len(s) || s[i] != ',' {
 		return -1
 	}
-	return skipWS(s, i+1)
+	return jsontext.SkipSpace(s, i+1)
 }
 
 // scanMember reads the member whose key starts at s[i] and returns the raw
 // (still quoted) key and the bounds of its value.
 func scanMember(s string, i int) (key string, start, end int) {
 	ke := stringEnd(s, i)
-	start = skipWS(s, skipWS(s, ke)+1)
+	start = jsontext.SkipSpace(s, jsontext.SkipSpace(s, ke)+1)
 	return s[i:ke], start, valueEnd(s, start)
 }
 

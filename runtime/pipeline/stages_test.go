@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/kilnmcp/kiln/runtime/textcut"
 )
 
 func TestIntentTerms(t *testing.T) {
@@ -420,7 +422,7 @@ func TestTruncateSingleLine(t *testing.T) {
 			if !strings.HasPrefix(c.in, head) || !strings.HasSuffix(c.in, tail) {
 				t.Fatal("head or tail is not from the input")
 			}
-			if !isBoundary(c.in, len(head)) || !isBoundary(c.in, len(c.in)-len(tail)) {
+			if !textcut.IsBoundary(c.in, len(head)) || !textcut.IsBoundary(c.in, len(c.in)-len(tail)) {
 				t.Error("cut splits a grapheme")
 			}
 			diff(t, "omitted", kb(len(c.in)-len(head)-len(tail)), out[m[2]:m[3]])
@@ -435,44 +437,6 @@ func TestTruncateFits(t *testing.T) {
 		if len(out) > limit && ok || ok != (len(in) > limit) || !utf8.ValidString(out) {
 			t.Errorf("limit %d: len %d ok %v", limit, len(out), ok)
 		}
-	}
-}
-
-func TestCut(t *testing.T) {
-	family := "👩\u200d👩\u200d👧" // 4+3+4+3+4 bytes
-	cases := []struct {
-		name          string
-		s             string
-		n             int
-		before, after int
-	}{
-		{"ascii", "abcdef", 3, 3, 3},
-		{"inside a rune", "aé", 2, 1, 3},
-		{"before a combining mark", "e\u0301x", 1, 0, 3},
-		{"inside a ZWJ sequence", "a" + family + "b", 5, 1, 1 + len(family)},
-		{"after a ZWJ", "a" + family + "b", 9, 1, 1 + len(family)},
-		{"between flags", "🇯🇵🇫🇷", 8, 8, 8},
-		{"inside a flag", "🇯🇵🇫🇷", 4, 0, 8},
-		{"inside the second flag", "x🇯🇵🇫🇷", 13, 9, 17},
-		{"skin tone", "👍🏽!", 4, 0, 8},
-		{"CRLF", "a\r\nb", 2, 1, 3},
-		{"variation selector", "☺\ufe0fx", 3, 0, 6},
-		{"past the end", "ab", 5, 2, 2},
-		{"negative", "ab", -1, 0, 0},
-		{"invalid bytes", "\xff\xfe\x80\x80", 2, 1, 4},
-	}
-	for _, c := range cases {
-		if got := cutBefore(c.s, c.n); got != c.before {
-			t.Errorf("%s: cutBefore(%q, %d) = %d, want %d", c.name, c.s, c.n, got, c.before)
-		}
-		if got := cutAfter(c.s, c.n); got != c.after {
-			t.Errorf("%s: cutAfter(%q, %d) = %d, want %d", c.name, c.s, c.n, got, c.after)
-		}
-	}
-	// A cluster longer than maxBackoff falls back to a rune boundary.
-	marks := "a" + strings.Repeat("\u0301", 200)
-	if got := cutBefore(marks, 301); got != 301 {
-		t.Errorf("long cluster: cutBefore = %d, want 301", got)
 	}
 }
 
@@ -518,21 +482,6 @@ func TestFooterFormat(t *testing.T) {
 	diff(t, "footer", "[Output: 0.0KB returned, 0.2KB processed, 100% reduced]", footer(0, 201))
 	diff(t, "footer", "[Output: 9.8KB returned, 10.0KB processed, 2% reduced]", footer(10000, 10240))
 	diff(t, "percent rounds down", "[Output: 0.0KB returned, 0.0KB processed, 66% reduced]", footer(1, 3))
-}
-
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain", `q"b\s`, "<a&b>", "\x00\x1f\n\r\t", "é日👩\u2028", "bad\xffutf8"} {
-		got := string(appendJSONString(nil, s))
-		var back string
-		if err := json.Unmarshal([]byte(got), &back); err != nil {
-			t.Errorf("%q encodes to invalid JSON %s: %v", s, got, err)
-			continue
-		}
-		diff(t, "round trip", strings.ToValidUTF8(s, "\ufffd"), back)
-		if strings.ContainsAny(s, "<>&") && strings.Contains(got, `\u003c`) {
-			t.Errorf("%q: HTML-escaped", s)
-		}
-	}
 }
 
 func TestIntentNote(t *testing.T) {

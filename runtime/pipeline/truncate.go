@@ -3,6 +3,8 @@ package pipeline
 import (
 	"strconv"
 	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/textcut"
 )
 
 // markerReserve is room kept for a truncation marker and the newlines
@@ -33,8 +35,8 @@ func truncateMiddle(s string, limit int) (string, bool) {
 			strconv.Itoa(shownTail) + " lines] ..."
 		out = s[:h] + lineBreak(s[:h]) + marker + "\n" + s[t:]
 	} else {
-		h = cutBefore(s, headBudget)
-		t = cutAfter(s, len(s)-tailBudget)
+		h = textcut.Before(s, headBudget)
+		t = textcut.After(s, len(s)-tailBudget)
 		if t < h {
 			t = h
 		}
@@ -42,7 +44,7 @@ func truncateMiddle(s string, limit int) (string, bool) {
 	}
 	if len(out) > limit {
 		// Only a limit too small for any marker gets here.
-		return s[:cutBefore(s, limit)], true
+		return s[:textcut.Before(s, limit)], true
 	}
 	return out, true
 }
@@ -102,11 +104,11 @@ func capHead(s string, limit int) string {
 	}
 	room := limit - len(marker(len(s)))
 	if room < limit/2 {
-		return s[:cutBefore(s, limit)]
+		return s[:textcut.Before(s, limit)]
 	}
 	h := strings.LastIndexByte(s[:room], '\n') + 1
 	if h < room-room/4 {
-		h = cutBefore(s, room)
+		h = textcut.Before(s, room)
 	}
 	m := marker(len(s) - h)
 	if h > 0 && s[h-1] == '\n' {

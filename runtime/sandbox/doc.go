@@ -41,8 +41,6 @@
 // (wire.go); tool calls come back to the host's Caller. The in-process
 // Sandbox stays for tests and fuzzing.
 //
-// Package jslit, beside it, reads JS literals without an engine for tier 2.
-//
 // Lifecycle: New (compiles the preamble, prepares a runtime) → Run from
 // any number of goroutines. A Sandbox needs no Close. NewPool (starts one
 // worker) → Run → Close (kills the workers).

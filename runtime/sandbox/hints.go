@@ -11,6 +11,7 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
 // bridgeNames is what a preamble binds, read once by running it.
@@ -85,10 +86,9 @@ func analyzePreamble(prg *goja.Program) (*bridgeNames, error) {
 	return names, nil
 }
 
-// metaTools are the gateway's own tools, which scripts sometimes try to
-// call from inside the sandbox.
-var metaTools = []string{"search_tools", "list_tools_meta", "tool_info", "get_required_keys_for_tool",
-	"call_tool_chain", "register_manual", "deregister_manual", "kiln", "mcp"}
+// metaTools are the gateway's own tools (and the names scripts reach
+// them by), which scripts sometimes try to call from inside the sandbox.
+var metaTools = append(toolcall.MetaToolNames(), "kiln", "mcp")
 
 // hostOnly are globals of other JS hosts that the sandbox deliberately
 // lacks.

@@ -7,7 +7,7 @@ import (
 	"github.com/dop251/goja"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kilnmcp/kiln/runtime/sandbox/jslit"
+	"github.com/kilnmcp/kiln/runtime/chain/jslit"
 )
 
 // jsonCases are values whose JSON.stringify output the sandbox's capped

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // maxJSONDepth bounds the nesting JSON.stringify and JSON.parse accept.
@@ -239,37 +241,7 @@ func appendJSONValue(buf []byte, v goja.Value) []byte {
 // appendJSONString quotes s as JSON.stringify does: only quotes,
 // backslashes and control characters are escaped.
 func appendJSONString(buf []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		buf = append(buf, s[start:i]...)
-		switch c {
-		case '"':
-			buf = append(buf, `\"`...)
-		case '\\':
-			buf = append(buf, `\\`...)
-		case '\n':
-			buf = append(buf, `\n`...)
-		case '\r':
-			buf = append(buf, `\r`...)
-		case '\t':
-			buf = append(buf, `\t`...)
-		case '\b':
-			buf = append(buf, `\b`...)
-		case '\f':
-			buf = append(buf, `\f`...)
-		default:
-			buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
+	return jsontext.AppendString(buf, s, jsontext.ShortControl)
 }
 
 // join is Array.prototype.join for n elements of o, capped at max

@@ -15,7 +15,7 @@ import (
 
 // success serializes the returned value with the capped encoder.
 func (r *run) success(v goja.Value) *Outcome {
-	out := &Outcome{Value: nullJSON, Calls: int(r.calls.Load())}
+	out := &Outcome{Value: nullJSON, Calls: int(r.calls.Load()), Refused: int(r.refused.Load())}
 	var s goja.Value
 	ex, err := r.guard(func() { s = r.stringifyJSON(v, nil, r.sb.lim.MaxResultBytes, nil) })
 	switch {
@@ -93,7 +93,9 @@ func (r *run) thrown(v goja.Value) *Outcome {
 }
 
 func (r *run) errorOutcome(msg string, cause error) *Outcome {
-	return errorOutcome(msg, cause, r.takeLogs(), int(r.calls.Load()))
+	out := errorOutcome(msg, cause, r.takeLogs(), int(r.calls.Load()))
+	out.Refused = int(r.refused.Load())
+	return out
 }
 
 func errorOutcome(msg string, cause error, logs []string, calls int) *Outcome {

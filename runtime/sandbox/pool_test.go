@@ -51,14 +51,14 @@ func newTestPool(t testing.TB, lim Limits, fn func(context.Context, string, stri
 type comparable struct {
 	Value, Error, Cause string
 	Logs                []string
-	Calls               int
+	Calls, Refused      int
 	IsError             bool
 	Sentinel            int
 }
 
 func compareView(o *Outcome) comparable {
 	w := fromOutcome(o)
-	return comparable{Value: string(o.Value), Error: o.Error, Cause: w.Cause, Logs: o.Logs, Calls: o.Calls, IsError: o.IsError, Sentinel: w.Kind}
+	return comparable{Value: string(o.Value), Error: o.Error, Cause: w.Cause, Logs: o.Logs, Calls: o.Calls, Refused: o.Refused, IsError: o.IsError, Sentinel: w.Kind}
 }
 
 // TestPoolMatchesInProcess: a worker gives the model exactly the outcome
@@ -68,6 +68,7 @@ func TestPoolMatchesInProcess(t *testing.T) {
 	pool, _ := newTestPool(t, Limits{}, nil)
 	for _, code := range []string{
 		`return 1 + 1`,
+		`let n = 0; for (let i = 0; i < 52; i++) { try { await exa.search({i}) } catch { n++ } } return n`,
 		`return {a: [1, "two", null], s: "<b>&</b>", u: "é\u2028"}`,
 		`const r = await exa.search({q: "kiln"}); console.log("got", r.args.q); console.warn("w"); return r`,
 		`await exa.search({q: 1})`,

@@ -14,6 +14,7 @@ import (
 	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
 
+	"github.com/kilnmcp/kiln/runtime/textcut"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -34,6 +35,8 @@ type run struct {
 	inJS  atomic.Bool
 	rt    *goja.Runtime
 	calls atomic.Int32
+	// refused counts calls turned away by MaxCalls (Outcome.Refused).
+	refused atomic.Int32
 
 	mu       sync.Mutex // guards logs for abandoned()
 	logs     []string
@@ -178,6 +181,7 @@ func (r *run) nativeCall(fc goja.FunctionCall) goja.Value {
 	site := r.callSite()
 	if n := int(r.calls.Add(1)); n > r.sb.lim.MaxCalls {
 		r.calls.Add(-1)
+		r.refused.Add(1)
 		e := r.newError(fmt.Sprintf("%s.%s was not called: this run already made %d tool calls, the limit per run. "+
 			"Batch the work (one call taking a list, if the tool has one) or split it across call_tool_chain requests", backend, tool, r.sb.lim.MaxCalls))
 		r.setStack(e, site)
@@ -340,7 +344,7 @@ func (r *run) nativeLog(fc goja.FunctionCall) goja.Value {
 	defer r.mu.Unlock()
 	if room := r.sb.lim.MaxLogBytes - r.logBytes; len(line) > room || r.dropped > 0 {
 		if room > 0 && r.dropped == 0 {
-			r.logs = append(r.logs, truncateUTF8(line, room)+" …")
+			r.logs = append(r.logs, textcut.Prefix(line, room)+" …")
 			r.logBytes = r.sb.lim.MaxLogBytes
 		}
 		r.dropped++
@@ -383,14 +387,4 @@ func jsonDepth(s string) int {
 		}
 	}
 	return deepest
-}
-
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xc0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlclark/regexp2/v2"
 
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -37,10 +38,12 @@ var (
 	ErrInternal = errors.New("sandbox failure")
 )
 
-// Limits bound each run. Zero fields take the defaults shown.
+// Limits bound each run. Zero fields take the defaults shown; those of
+// the first six are gateway.sandbox's in kiln.yaml, declared once by the
+// config (config.SandboxDefaults).
 type Limits struct {
 	// Timeout applies when RunOptions.Timeout is zero (30s); MaxTimeout
-	// caps what a caller may ask for (5m).
+	// caps what a caller may ask for (5m), and is at least Timeout.
 	Timeout, MaxTimeout time.Duration
 	// Memory is the heap budget per run in bytes (50 MiB).
 	Memory int64
@@ -83,15 +86,16 @@ func (l Limits) withDefaults() Limits {
 			*v = d
 		}
 	}
-	defDur(&l.Timeout, 30*time.Second)
-	defDur(&l.MaxTimeout, 5*time.Minute)
+	cfg := config.SandboxDefaults()
+	defDur(&l.Timeout, cfg.Timeout)
+	defDur(&l.MaxTimeout, cfg.MaxTimeout)
 	l.MaxTimeout = max(l.MaxTimeout, l.Timeout)
 	if l.Memory <= 0 {
-		l.Memory = 50 << 20
+		l.Memory = cfg.MemoryBytes
 	}
-	def(&l.MaxCalls, 50)
-	def(&l.MaxConcurrent, 8)
-	defDur(&l.QueueWait, 2*time.Second)
+	def(&l.MaxCalls, cfg.MaxCalls)
+	def(&l.MaxConcurrent, cfg.MaxConcurrent)
+	defDur(&l.QueueWait, cfg.QueueWait)
 	def(&l.MaxLogBytes, 64<<10)
 	def(&l.MaxCodeBytes, 256<<10)
 	def(&l.MaxNesting, 1000)
@@ -144,6 +148,10 @@ type Outcome struct {
 	Logs []string
 	// Calls counts backend tool calls started.
 	Calls int
+	// Refused counts tool calls refused because the run had made MaxCalls
+	// already; the script may have caught the error and gone on, so this is
+	// the only trace the limit leaves for metrics.
+	Refused int
 	// IsError reports a failed run; Error says what went wrong for a model:
 	// message, the script's stack in its own line numbers, and a hint.
 	IsError bool

@@ -479,6 +479,12 @@ func TestLimitsConfigurable(t *testing.T) {
 	if got := len(fc.log()) - before; got != 3 {
 		t.Fatalf("%d calls reached the backend, want 3", got)
 	}
+	// A script that catches the refusal goes on; the outcome still says
+	// how many calls the cap turned away (metrics count it as a limit hit).
+	out := runCode(t, sb, `let n = 0; for (let i = 0; i < 5; i++) { try { await exa.search({i}) } catch (e) { n++ } } return n`)
+	if out.IsError || string(out.Value) != "2" || out.Calls != 3 || out.Refused != 2 {
+		t.Fatalf("caught refusals: value %s, calls %d, refused %d (error %q); want 2, 3, 2", out.Value, out.Calls, out.Refused, out.Error)
+	}
 	expectValue(t, sb, `function f(n) { return n ? f(n - 1) : 0 } return f(50)`, `0`)
 	expectError(t, sb, `function f(n) { return n ? f(n - 1) : 0 } return f(500)`, ErrThrown, "more than 100 nested calls")
 	expectError(t, sb, `return 1;`+strings.Repeat(" ", 300), ErrSyntax, "the limit is 200")

@@ -93,6 +93,7 @@ type wireOutcome struct {
 	Value   json.RawMessage `json:"value"`
 	Logs    []string        `json:"logs,omitempty"`
 	Calls   int             `json:"calls,omitempty"`
+	Refused int             `json:"refused,omitempty"`
 	IsError bool            `json:"isError,omitempty"`
 	Error   string          `json:"error,omitempty"`
 	Kind    int             `json:"kind,omitempty"`
@@ -106,7 +107,7 @@ type wireOutcome struct {
 var sentinels = []error{ErrBusy, ErrSyntax, ErrThrown, ErrTimeout, ErrMemory, ErrStalled, ErrResult, ErrCanceled, ErrInternal}
 
 func fromOutcome(o *Outcome) *wireOutcome {
-	w := &wireOutcome{Value: o.Value, Logs: o.Logs, Calls: o.Calls, IsError: o.IsError, Error: o.Error}
+	w := &wireOutcome{Value: o.Value, Logs: o.Logs, Calls: o.Calls, Refused: o.Refused, IsError: o.IsError, Error: o.Error}
 	if o.Cause != nil {
 		w.Cause = o.Cause.Error()
 		for i, s := range sentinels {
@@ -120,7 +121,7 @@ func fromOutcome(o *Outcome) *wireOutcome {
 }
 
 func (w *wireOutcome) toOutcome() *Outcome {
-	o := &Outcome{Value: w.Value, Logs: w.Logs, Calls: w.Calls, IsError: w.IsError, Error: w.Error}
+	o := &Outcome{Value: w.Value, Logs: w.Logs, Calls: w.Calls, Refused: w.Refused, IsError: w.IsError, Error: w.Error}
 	if len(o.Value) == 0 {
 		o.Value = nullJSON
 	}

@@ -412,6 +412,14 @@ func valueSpan(v string, c nameClass, aws, quoted bool) (start, end int, k kind,
 			for start < len(v) && (v[start] == ' ' || v[start] == '\t') {
 				start++
 			}
+			if c != strongName && strings.ContainsAny(strings.TrimRight(v[start:], " \t"), " \t") {
+				// Words after the scheme under a weak name (auth="bearer
+				// token required") are prose about auth: a credential
+				// (RFC 9110 token68) has no spaces. The name's own class
+				// decides. An Authorization header keeps the strict rule.
+				start = 0
+				break
+			}
 			if sch.k != kindAssignment {
 				k = sch.k
 			}

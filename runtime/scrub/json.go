@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // JSON scrubs every string value inside the JSON document raw and returns
@@ -92,10 +94,12 @@ func (w *jsonWalker) run() bool {
 	for i := 0; i < len(doc); {
 		switch c := doc[i]; {
 		case c == '"':
-			end, esc, ok := stringEnd(doc, i)
+			close, ok := jsontext.StringEnd(doc, i)
 			if !ok {
 				return false
 			}
+			end := close - 1 // the closing quote
+			esc := strings.IndexByte(doc[i+1:end], '\\') >= 0
 			m := end + 1
 			for m < len(doc) && (doc[m] == ' ' || doc[m] == '\t' || doc[m] == '\n' || doc[m] == '\r') {
 				m++
@@ -202,30 +206,11 @@ func (w *jsonWalker) value(start, end int, esc bool, key string) bool {
 		w.kinds = append(w.kinds, sp.k)
 	}
 	w.out = append(w.out, w.doc[w.copied:start]...)
-	w.out = appendQuoted(w.out, w.sc.apply(s, spans))
+	// Bytes outside what was redacted, valid UTF-8 or not, go back as
+	// they came.
+	w.out = jsontext.AppendString(w.out, w.sc.apply(s, spans), 0)
 	w.copied = end + 1
 	return true
-}
-
-// stringEnd returns the index of the quote closing the string that opens
-// at doc[i], and whether the string holds escapes.
-func stringEnd(doc string, i int) (end int, esc, ok bool) {
-	j := i + 1
-	for {
-		k := strings.IndexByte(doc[j:], '"')
-		if k < 0 {
-			return 0, false, false
-		}
-		k += j
-		b := k - 1
-		for b > i && doc[b] == '\\' {
-			b--
-		}
-		if (k-1-b)%2 == 0 {
-			return k, strings.IndexByte(doc[i+1:k], '\\') >= 0, true
-		}
-		j = k + 1
-	}
 }
 
 // unescape decodes the body of a JSON string the way encoding/json does,
@@ -303,36 +288,6 @@ func hex4(s string, i int) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
-}
-
-// appendQuoted appends s as a JSON string. Only what JSON requires is
-// escaped; other bytes, including non-ASCII, pass through as they came.
-func appendQuoted(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // keySpans returns the private key redactions the text scan finds in doc

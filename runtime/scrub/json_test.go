@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // expectJSON checks that sc turns in into want and that valid JSON stays
@@ -69,8 +71,8 @@ func TestUnescape(t *testing.T) {
 			t.Errorf("unescape(%q) = %q, %v; want %q", in, got, ok, want)
 		}
 		var back string
-		if err := json.Unmarshal(appendQuoted(nil, got), &back); err != nil || back != got {
-			t.Errorf("appendQuoted(%q) round trip = %q, %v", got, back, err)
+		if err := json.Unmarshal(jsontext.AppendString(nil, got, 0), &back); err != nil || back != got {
+			t.Errorf("AppendString(%q) round trip = %q, %v", got, back, err)
 		}
 	}
 	for _, bad := range []string{`\x`, `\u12`, `\uZZZZ`, `trailing\`} {

@@ -81,6 +81,8 @@ func TestAssignments(t *testing.T) {
 		{"yaml comment", "password: pa55word # prod", "password: [REDACTED:assignment] # prod"},
 		{"header", "X-Api-Key: 0123456789abcdef", "X-Api-Key: [REDACTED:assignment]"},
 		{"authorization bearer", "Authorization: Bearer abcdefgh", "Authorization: Bearer [REDACTED:bearer-token]"},
+		{"auth prose after scheme", `msg=listening auth="bearer token required"`, `msg=listening auth="bearer token required"`},
+		{"auth token after scheme", `auth="Bearer Zq81Kd02Lm93Xn84"`, `auth="Bearer [REDACTED:bearer-token]"`},
 		{"authorization basic", "Authorization: Basic YWxhZGRpbjpvcGVuc2VzYW1l", "Authorization: Basic [REDACTED:basic-auth]"},
 		{"json", `{"password": "hunter22", "user": "bob"}`, `{"password": "[REDACTED:assignment]", "user": "bob"}`},
 		{"json compact", `{"apiKey":"Zq81Kd02Lm93Xn84"}`, `{"apiKey":"[REDACTED:assignment]"}`},

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kilnmcp/kiln/runtime/search/benchdata"
+	"github.com/kilnmcp/kiln/runtime/usecount"
 )
 
 // benchDocs replays the tool-retrieval benchmark fleets (LiveMCPBench's 527
@@ -42,7 +43,7 @@ func BenchmarkSearch(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("tools=%d/task+boost", n), func(b *testing.B) {
-			u, _ := OpenUsage("")
+			u, _ := usecount.Open("")
 			u.Record(ix.Doc(0).ID)
 			b.ReportAllocs()
 			for b.Loop() {

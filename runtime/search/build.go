@@ -19,7 +19,7 @@ type Doc struct {
 	Params                                []Param
 }
 
-// NewDoc builds the Doc of one tool the way kiln-gen emit and gen/eval both
+// NewDoc builds the Doc of one tool the way kiln-gen emit and kiln-gen eval both
 // do, so the evaluated index is the shipped one: ID is backend+"."+name and
 // Params are the input schema's top-level properties (name and description)
 // sorted by name. A schema that does not parse contributes no parameters.

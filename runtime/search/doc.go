@@ -18,10 +18,13 @@
 // Text is lower-cased, Lucene's 33 English stop words are dropped (and,
 // from queries only, the pronouns and request verbs of "can you help me"),
 // inflections are folded (Porter's steps 1 and 5) and CJK text becomes
-// overlapping character pairs. gen/eval measures every one of these choices
+// overlapping character pairs. kiln-gen eval measures every one of these choices
 // on LiveMCPBench and ToolBench; DefaultConfig documents the result. A
-// caller's usage boost (Options.Boost, see Usage) multiplies scores within
+// caller's usage boost (Options.Boost, see runtime/usecount) multiplies scores within
 // a tier.
+//
+// SearchSteps searches a multi-step task's steps and the task and
+// interleaves the rankings, so every step's best tool comes early.
 //
 // TryAlso offers words for a follow-up query: each backend's most
 // distinctive terms (field weight times idf), ranked once when the backend

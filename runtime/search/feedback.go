@@ -21,7 +21,7 @@ const overBit = 1 << 31
 // share of its text; the Terms heaviest by that weight times idf are
 // searched with the best one at Weight. A task names a tool's purpose in
 // its own words ("where to park"); its best matches supply the catalogue's
-// words ("parking facilities") for their siblings. On gen/eval: LiveMCPBench
+// words ("parking facilities") for their siblings. On kiln-gen eval: LiveMCPBench
 // nDCG@5 +0.010 (12 queries better, 6 worse), ToolBench -0.001 (48 better,
 // 50 worse, within noise), with Docs 5, Terms 5, Weight 0.2. It reads the
 // feedback tools' text at query time, which at 5,000 tools doubles a

@@ -19,7 +19,7 @@ var stopWords = map[string]struct{}{
 // tokenizer splits from contractions (I'm, Apple's, we'll) and request
 // verbs carry no tool's meaning, yet tool texts use them often enough to
 // score. Tools keep them, so the frozen postings do not change. On
-// gen/eval this lifts nDCG@5 by 0.016 on LiveMCPBench (9 queries better,
+// kiln-gen eval this lifts nDCG@5 by 0.016 on LiveMCPBench (9 queries better,
 // 3 worse) and 0.012 on ToolBench (104 better, 51 worse); NLTK's 179-word
 // English list in their place measures the same within 0.002.
 var queryStopWords = map[string]struct{}{

@@ -37,6 +37,7 @@ type backendView struct {
 	Calls           int64      `json:"calls"`
 	Errors          int64      `json:"errors"`
 	InFlight        int        `json:"in_flight,omitempty"`
+	Queued          int        `json:"queued,omitempty"`
 	MaxConcurrent   int        `json:"max_concurrent,omitempty"`
 	Timeout         string     `json:"timeout,omitempty"`
 	Drift           *driftView `json:"drift,omitempty"`
@@ -76,16 +77,14 @@ func (s *Server) backends() []backendView {
 		v.ProtocolVersion, v.Error = st.ProtocolVersion, st.Error
 		v.Restarts, v.GaveUp, v.NextRetry = st.Restarts, st.GaveUp, stamp(st.NextRetry)
 		v.ProbeFailures, v.LastHealthy = st.ProbeFailures, stamp(st.LastHealthy)
-		v.Calls, v.Errors, v.InFlight, v.MaxConcurrent = st.Calls, st.Errors, st.InFlight, st.MaxConcurrent
+		v.Calls, v.Errors, v.InFlight, v.Queued, v.MaxConcurrent = st.Calls, st.Errors, st.InFlight, st.Queued, st.MaxConcurrent
 		if st.Timeout > 0 {
 			v.Timeout = st.Timeout.String()
 		}
 	}
-	if s.opts.Drifts != nil {
-		for name, d := range s.opts.Drifts() {
-			if v, ok := byName[name]; ok {
-				v.Drift = &driftView{Since: stamp(d.Since), Summary: d.String()}
-			}
+	for name, d := range s.drifts() {
+		if v, ok := byName[name]; ok {
+			v.Drift = &driftView{Since: stamp(d.Since), Summary: d.String()}
 		}
 	}
 	out := make([]backendView, 0, len(order))
@@ -181,9 +180,10 @@ func (s *Server) backendToolsResource(_ context.Context, uri string) (any, error
 		return nil, err
 	}
 	tools := []toolSummary{}
+	ref := refIn(s.view())
 	for _, t := range s.backendTools(v.Name) {
 		tools = append(tools, toolSummary{Tool: t.ID(), Description: FirstSentence(t.Description, 200),
-			Signature: t.Signature(), Example: t.Example(s.ref)})
+			Signature: t.Signature(), Example: t.Example(ref)})
 	}
 	return map[string]any{"backend": v.Name, "state": v.State, "tools": tools}, nil
 }

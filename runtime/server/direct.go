@@ -73,8 +73,8 @@ func (s *Server) listsMeta() bool { return s.exp == nil || s.exp.mode != config.
 
 // bare reports whether a backend's tools go under their own names.
 func (s *Server) bare(backend string) bool {
-	if s.opts.Bare != nil {
-		return s.opts.Bare(backend)
+	if s.opts.Catalog != nil {
+		return s.opts.Catalog.Bare(backend)
 	}
 	if s.opts.Config != nil {
 		if b, ok := s.opts.Config.Backend(backend); ok {
@@ -212,6 +212,11 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 				err = nil
 			}
 		}()
+		if t := s.opts.Telemetry; t != nil {
+			var end func(bool)
+			ctx, end = t.StartDirect(ctx, name, metaString(req, "traceparent"), metaString(req, "tracestate"))
+			defer func() { end(res == nil || res.IsError) }()
+		}
 		call := func(ctx context.Context, args json.RawMessage) *toolcall.Result {
 			return s.opts.Chain.Call(ctx, name, backend, tool, args)
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/scrub"
-	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -82,7 +81,7 @@ func newDirectServer(t *testing.T, expose string, pins []string, backends ...con
 	g.Expose, g.Pin = expose, pins
 	cfg := &config.Config{Path: "kiln.yaml", Gateway: g, Backends: backends}
 	srv := New(Options{
-		Version: "test", Config: cfg, Registry: reg, Search: search.Build(nil),
+		Version: "test", Config: cfg, Registry: reg,
 		Chain:   chain.New(chain.Options{Caller: richCaller{}, Registry: reg, Scrub: scrub.New(scrub.Options{}).Result}),
 		Exposed: map[string]string{"everything.get-sum": "everything__get-sum"},
 	})
@@ -269,7 +268,7 @@ func TestPinsThatMatchNothingAreNamed(t *testing.T) {
 	g.Expose, g.Pin = config.ExposeHybrid, []string{"everything.imag", "ghost.x", "later.*", "everything.*"}
 	cfg := &config.Config{Path: "kiln.yaml", Gateway: g, Backends: []config.Backend{{Name: "later", Enabled: true}}}
 	var logs strings.Builder
-	New(Options{Config: cfg, Registry: reg, Search: search.Build(nil),
+	New(Options{Config: cfg, Registry: reg,
 		Chain:  chain.New(chain.Options{Caller: richCaller{}, Registry: reg}),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	out := logs.String()
@@ -299,7 +298,7 @@ func TestDirectInvalidArguments(t *testing.T) {
 	g.Expose = config.ExposeDirect
 	cfg := &config.Config{Path: "kiln.yaml", Gateway: g, Backends: []config.Backend{{Name: "everything", Transport: config.TransportStdio, Command: "true", Enabled: true}}}
 	disp := dispatch.New(reg, cfg, dispatch.Options{})
-	srv := New(Options{Config: cfg, Registry: reg, Search: search.Build(nil), Chain: chain.New(chain.Options{Caller: disp, Registry: reg})})
+	srv := New(Options{Config: cfg, Registry: reg, Chain: chain.New(chain.Options{Caller: disp, Registry: reg})})
 	c, err := client.NewInProcessClient(srv.mcp)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@
 // Everything it sends passes the secret scrubber; progress and log
 // notifications from backends reach the client whose call caused them.
 //
-// Lifecycle: New → ServeStdio or Handler (one or the other, or both) →
-// cancel the context to stop.
+// Lifecycle: New → ServeStdio or Handler (one or the other, or both), or
+// ServeConn once per connection of the kiln daemon → cancel the context to
+// stop.
 package server

@@ -67,6 +67,7 @@ func (s *Server) overview() string {
 ## Using the meta-tools
 
 1. search_tools {"task_description": "what you want to do"}: the best matching tools, each with a call example.
+   For a task of several steps add "steps": ["first step", "second step"]: the best tools for every step come first.
 2. tool_info {"tool_name": "backend.tool"}: its parameters; detail "full" gives the exact input schema.
 3. call_tool_chain {"code": "..."}: runs tools. code is a JSON call {"tool": "backend.tool", "arguments": {...}}
    or TypeScript (several calls, loops, Promise.all). Pass intent to keep only what you need from a large output.
@@ -109,14 +110,14 @@ func (s *Server) guideLimits() guideLimits {
 	if s.opts.Config != nil {
 		g = s.opts.Config.Gateway
 	}
-	sb, out := g.Sandbox, g.Output
+	sb, out, def := g.Sandbox, g.Output, config.SandboxDefaults()
 	l := guideLimits{
-		timeout:    cmp.Or(sb.Timeout, 30*time.Second),
-		maxTimeout: cmp.Or(sb.MaxTimeout, 5*time.Minute),
-		queueWait:  cmp.Or(sb.QueueWait, 2*time.Second),
-		memory:     cmp.Or(sb.MemoryBytes, 50<<20),
-		calls:      cmp.Or(sb.MaxCalls, 50),
-		concurrent: cmp.Or(sb.MaxConcurrent, 8),
+		timeout:    cmp.Or(sb.Timeout, def.Timeout),
+		maxTimeout: cmp.Or(sb.MaxTimeout, def.MaxTimeout),
+		queueWait:  cmp.Or(sb.QueueWait, def.QueueWait),
+		memory:     cmp.Or(sb.MemoryBytes, def.MemoryBytes),
+		calls:      cmp.Or(sb.MaxCalls, def.MaxCalls),
+		concurrent: cmp.Or(sb.MaxConcurrent, def.MaxConcurrent),
 		maxOutput:  cmp.Or(g.MaxOutputSize, pipeline.DefaultMaxOutputSize),
 		intentAt:   cmp.Or(out.IntentThreshold, pipeline.DefaultIntentThreshold),
 		chunkAt:    cmp.Or(out.ChunkThreshold, pipeline.DefaultChunkThreshold),

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/search"
@@ -28,9 +29,10 @@ func jsonResult(v any) *toolcall.Result {
 }
 
 type searchArgs struct {
-	TaskDescription string `json:"task_description"`
-	Limit           *int   `json:"limit"`
-	Brief           *bool  `json:"brief"`
+	TaskDescription string   `json:"task_description"`
+	Steps           []string `json:"steps"`
+	Limit           *int     `json:"limit"`
+	Brief           *bool    `json:"brief"`
 }
 
 type searchResult struct {
@@ -61,18 +63,20 @@ func (s *Server) searchTools(_ context.Context, raw json.RawMessage) *toolcall.R
 		limit = min(*a.Limit, maxSearchLimit)
 	}
 	brief := a.Brief == nil || *a.Brief
-	hits := s.opts.Search.Search(a.TaskDescription, search.Options{Limit: limit, Boost: s.opts.Boost})
+	v := s.view()
+	hits := s.search(v, a.TaskDescription, a.Steps, limit)
 	if brief {
-		return s.briefAnswer(a.TaskDescription, hits)
+		return s.briefAnswer(v, a.TaskDescription, hits)
 	}
+	ref := refIn(v)
 	out := make([]searchResult, 0, len(hits))
 	for _, h := range hits {
 		t, err := s.opts.Registry.Resolve(h.ID)
 		if err != nil {
 			continue // removed since the index was built
 		}
-		out = append(out, searchResult{Tool: t.ID(), Backend: t.Backend, Example: t.Example(s.ref), MatchedBy: h.Tier.String(),
-			TryAlso: s.opts.Search.TryAlso(t.Backend, a.TaskDescription, 3), Description: t.Description, Parameters: params(t)})
+		out = append(out, searchResult{Tool: t.ID(), Backend: t.Backend, Example: t.Example(ref), MatchedBy: h.Tier.String(),
+			TryAlso: tryAlso(v, t.Backend, a.TaskDescription, 3), Description: t.Description, Parameters: params(t)})
 	}
 	if len(out) == 0 {
 		return s.noMatch(a.TaskDescription)
@@ -101,7 +105,8 @@ type briefAnswer struct {
 // briefDescriptionBytes bounds a brief hit's one-line description.
 const briefDescriptionBytes = 120
 
-func (s *Server) briefAnswer(query string, hits []search.Hit) *toolcall.Result {
+func (s *Server) briefAnswer(v *catalog.View, query string, hits []search.Hit) *toolcall.Result {
+	ref := refIn(v)
 	ans := briefAnswer{Results: make([]briefHit, 0, len(hits))}
 	tiers := map[string]bool{}
 	for _, h := range hits {
@@ -112,12 +117,12 @@ func (s *Server) briefAnswer(query string, hits []search.Hit) *toolcall.Result {
 		tier := h.Tier.String()
 		tiers[tier] = true
 		ans.Results = append(ans.Results, briefHit{Tool: t.ID(), Description: FirstSentence(t.Description, briefDescriptionBytes),
-			Example: t.Example(s.ref), MatchedBy: tier})
+			Example: t.Example(ref), MatchedBy: tier})
 		if _, done := ans.TryAlso[t.Backend]; !done {
 			if ans.TryAlso == nil {
 				ans.TryAlso = map[string][]string{}
 			}
-			ans.TryAlso[t.Backend] = s.opts.Search.TryAlso(t.Backend, query, 3)
+			ans.TryAlso[t.Backend] = tryAlso(v, t.Backend, query, 3)
 		}
 	}
 	if len(ans.Results) == 0 {
@@ -153,12 +158,8 @@ func params(t *registry.Tool) []param {
 	return out
 }
 
-func (s *Server) ref(backend, tool string) string {
-	if s.opts.Ref == nil {
-		return backend + "." + tool
-	}
-	return s.opts.Ref(backend, tool)
-}
+// ref names a tool as a sandbox script does, in the catalog as it stands.
+func (s *Server) ref(backend, tool string) string { return refIn(s.view())(backend, tool) }
 
 type listArgs struct {
 	Cursor   string `json:"cursor"`

@@ -1,20 +1,23 @@
 package server
 
-// The meta-tools keep the anchor gateway's names and parameter names, so
+import "github.com/kilnmcp/kiln/runtime/toolcall"
+
+// The meta-tools' names are toolcall's (one table the config and the
+// sandbox ask too); their parameter names keep the anchor gateway's, so
 // agents and prompts written for it work unchanged.
 const (
-	toolSearch     = "search_tools"
-	toolList       = "list_tools_meta"
-	toolInfo       = "tool_info"
-	toolKeys       = "get_required_keys_for_tool"
-	toolChain      = "call_tool_chain"
-	toolRegister   = "register_manual"
-	toolDeregister = "deregister_manual"
+	toolSearch     = toolcall.MetaSearch
+	toolList       = toolcall.MetaList
+	toolInfo       = toolcall.MetaInfo
+	toolKeys       = toolcall.MetaKeys
+	toolChain      = toolcall.MetaChain
+	toolRegister   = toolcall.MetaRegister
+	toolDeregister = toolcall.MetaDeregister
 )
 
 // Limits advertised in the schemas; the handlers rely on validation to
 // enforce them. The schemas also bound every string argument that an
-// error may quote (task_description 1000 characters, tool_name 300, cursor,
+// error may quote (task_description 1000 characters, a step 300, tool_name 300, cursor,
 // manual_name and a registered backend's name 100): a megabyte query must not come back whole, nor cost a fuzzy match
 // against every tool name.
 const (
@@ -32,9 +35,11 @@ var metaTools = []metaTool{
 	{toolSearch,
 		"Find backend tools for a task. Describe what you want to do in plain words; returns the best matching tools " +
 			"(backend.tool, one-line description, a call example). Start here, then use tool_info for a tool's full schema " +
-			"and call_tool_chain to run it.",
+			"and call_tool_chain to run it. For a task of several steps, also pass steps (one short phrase per step): " +
+			"the answer then has the best tools for every step.",
 		`{"type":"object","properties":{
 "task_description":{"type":"string","minLength":1,"maxLength":1000,"description":"What you want to do in a sentence or two (at most 1000 characters), e.g. \"read a file\" or \"search the web for news\"."},
+"steps":{"type":"array","maxItems":10,"items":{"type":"string","minLength":1,"maxLength":300},"description":"For a multi-step task: its steps, one short phrase each (at most 10), e.g. [\"find the repository\", \"open an issue\"]. Each step is searched and the results interleaved, so every step's best tool comes early."},
 "limit":{"type":"integer","minimum":1,"maximum":50,"default":10,"description":"How many tools to return (1-50)."},
 "brief":{"type":"boolean","default":true,"description":"true: first sentence of each description and a call example; false: full descriptions and parameter lists."}},
 "required":["task_description"],"additionalProperties":false}`},

@@ -251,7 +251,7 @@ func TestRefreshReplacesCompiledLists(t *testing.T) {
 // Prompts are named by the tools' resolver: backend__prompt, a bare
 // backend's own names, suffixes on collisions, kiln's prompts never taken.
 func TestPromptNames(t *testing.T) {
-	s := &Server{log: slog.New(slog.DiscardHandler), opts: Options{Bare: func(b string) bool { return b == "plain" }}}
+	s := &Server{log: slog.New(slog.DiscardHandler), opts: Options{Catalog: &fixedCatalog{bare: map[string]bool{"plain": true}}}}
 	p := &passthru{s: s, offers: map[string]offer{
 		"everything": {prompts: []manifest.Prompt{{Name: "args-prompt"}, {Name: "a.b"}, {Name: "a b"}}},
 		"plain":      {prompts: []manifest.Prompt{{Name: "summarize"}, {Name: "discover"}}},

@@ -11,8 +11,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/kilnmcp/kiln/runtime/search"
 )
 
 // The prompts, after the anchor gateway's (seed 004).
@@ -110,11 +108,8 @@ func (s *Server) discover(args map[string]string) (string, error) {
 }
 
 func (s *Server) topHits(query string, n int) []string {
-	if s.opts.Search == nil {
-		return nil
-	}
 	var ids []string
-	for _, h := range s.opts.Search.Search(query, search.Options{Limit: n, Boost: s.opts.Boost}) {
+	for _, h := range s.search(s.view(), query, nil, n) {
 		if _, err := s.opts.Registry.Resolve(h.ID); err == nil {
 			ids = append(ids, h.ID)
 		}
@@ -127,13 +122,15 @@ func (s *Server) findTool(args map[string]string) (string, error) {
 	if task == "" {
 		return "", errors.New(`the "task" argument is required: describe what you want to do in plain words, e.g. "read a file"`)
 	}
-	if s.opts.Search == nil {
+	v := s.view()
+	if v == nil || v.Search == nil {
 		return fmt.Sprintf("Tool search is not available in this kiln. Browse %s for every tool and pick one for: %s", uriTools, task), nil
 	}
 	var b strings.Builder
 	n := 0
 	var first string
-	for _, h := range s.opts.Search.Search(task, search.Options{Limit: findToolHits, Boost: s.opts.Boost}) {
+	ref := refIn(v)
+	for _, h := range s.search(v, task, nil, findToolHits) {
 		t, err := s.opts.Registry.Resolve(h.ID)
 		if err != nil {
 			continue // removed since the index was built
@@ -143,7 +140,7 @@ func (s *Server) findTool(args map[string]string) (string, error) {
 			fmt.Fprintf(&b, "Tools in kiln that match the task %q, best first:\n", task)
 			first = t.Backend
 		}
-		fmt.Fprintf(&b, "\n%d. %s: %s\n   Signature: %s\n   Example: %s\n", n, t.ID(), FirstSentence(t.Description, 200), t.Signature(), t.Example(s.ref))
+		fmt.Fprintf(&b, "\n%d. %s: %s\n   Signature: %s\n   Example: %s\n", n, t.ID(), FirstSentence(t.Description, 200), t.Signature(), t.Example(ref))
 	}
 	if n == 0 {
 		return fmt.Sprintf("No tool in kiln matches the task %q. Call search_tools with other words (what the tool does, not its name), "+
@@ -151,7 +148,7 @@ func (s *Server) findTool(args map[string]string) (string, error) {
 	}
 	b.WriteString("\nPick the tool that fits. Call tool_info with its name if you need every parameter, then run it with call_tool_chain, " +
 		"passing the example as code (`const r = await <example>; return r;`) with real argument values.")
-	if more := s.opts.Search.TryAlso(first, task, 3); len(more) > 0 {
+	if more := tryAlso(v, first, task, 3); len(more) > 0 {
 		fmt.Fprintf(&b, " If none fits, search_tools with other words, e.g. %s.", strings.Join(more, ", "))
 	}
 	b.WriteString("\n")

@@ -116,11 +116,12 @@ func newFleet(t *testing.T, o fleetOptions) (*client.Client, *mcp.InitializeResu
 	for _, b := range reg.Backends() {
 		backends = append(backends, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
 	}
-	table := bridge.Lookup(backends)
+	cat := &fixedCatalog{view: &catalog.View{Search: catalog.Lexical(search.Build(docs)), Table: bridge.Lookup(backends), Bridge: backends},
+		drifts: o.drifts, cfg: cfg}
 	s := New(Options{
-		Version: "test", Config: cfg, Registry: reg, Search: search.Build(docs), Ref: table.Ref,
-		Chain:  chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg, Resolver: table, Bridge: backends}),
-		Status: o.status, Drifts: o.drifts, Counter: &pipeline.Counter{},
+		Version: "test", Config: cfg, Registry: reg, Catalog: cat,
+		Chain:  chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg, Catalog: cat}),
+		Status: o.status, Counter: &pipeline.Counter{},
 	})
 	c, err := client.NewInProcessClient(s.mcp)
 	if err != nil {

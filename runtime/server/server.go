@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -22,16 +23,20 @@ import (
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/schema"
 	"github.com/kilnmcp/kiln/runtime/scrub"
-	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
-// Searcher ranks tools for a task description; *search.Index is one.
-type Searcher interface {
-	Search(query string, opts search.Options) []search.Hit
-	// TryAlso suggests distinctive words of a backend for a follow-up
-	// query.
-	TryAlso(backend, query string, n int) []string
+// Catalog is the live tool set behind the meta-tools; *catalog.Catalog
+// is one. A request reads View once, so its hits, examples and suggestions
+// all come from the same moment however the catalog changes meanwhile.
+type Catalog interface {
+	View() *catalog.View
+	// Drifts reports backends whose live tools differ from the compiled
+	// manifest.
+	Drifts() map[string]catalog.Drift
+	// Bare reports whether a backend's tools are exposed under their own
+	// names, runtime registrations included.
+	Bare(backend string) bool
 }
 
 // StatusSource reports backend connection states and recent calls;
@@ -48,21 +53,17 @@ type Options struct {
 	Registry      *registry.Registry
 	Status        StatusSource
 	Chain         *chain.Engine
-	Search        Searcher
+	// Catalog is the live tool set; nil serves the registry as it is,
+	// without search or drift, and reads backends.NAME.bare from Config.
+	Catalog Catalog
+	// Registrar adds and removes backends at run time; nil refuses
+	// register_manual.
+	Registrar Registrar
 	// Boost, when set, multiplies each tool's search score (the usage
 	// boost).
 	Boost func(id string) float64
 	// Counter holds call_tool_chain's output byte counts for kiln://stats.
 	Counter *pipeline.Counter
-	// Ref returns how a sandbox script names a tool ("obj.tool"), for call
-	// examples; *bridge.Table's Ref is one.
-	Ref func(backend, tool string) string
-	// Registrar adds and removes backends at run time; nil refuses
-	// register_manual.
-	Registrar Registrar
-	// Drifts reports backends whose live tools differ from the compiled
-	// manifest; optional.
-	Drifts func() map[string]catalog.Drift
 	// Scrubber redacts secrets from every result, resource and prompt;
 	// nil passes text through.
 	Scrubber *scrub.Scrubber
@@ -70,10 +71,6 @@ type Options struct {
 	// (generated.ExposedNames) for gateway.expose direct and hybrid; tools
 	// it does not name are named at run time by the same function.
 	Exposed map[string]string
-	// Bare reports whether a backend's tools are exposed under their own
-	// names; nil reads backends.NAME.bare from Config. *catalog.Catalog's
-	// Bare also knows runtime registrations.
-	Bare func(backend string) bool
 	// Passthrough reaches the backends' resources, prompts, completions,
 	// subscriptions and log levels; nil lists the compiled ones only.
 	Passthrough Passthrough
@@ -90,12 +87,15 @@ type Options struct {
 	Telemetry Telemetry
 }
 
-// Telemetry is told of each meta-tool call and each session. StartTool
-// gets the W3C trace context the client sent in _meta, returns the context
+// Telemetry is told of each tool call, each session and each tool search.
+// StartTool (a meta-tool) and StartDirect (a backend tool exposed by name)
+// get the W3C trace context the client sent in _meta, return the context
 // the call runs in, and end is called once with the outcome.
 type Telemetry interface {
 	StartTool(ctx context.Context, tool, traceparent, tracestate string) (_ context.Context, end func(isError bool))
+	StartDirect(ctx context.Context, tool, traceparent, tracestate string) (_ context.Context, end func(isError bool))
 	Sessions(delta int)
+	Searched(took time.Duration)
 }
 
 // Registrar adds and removes backends at run time; *catalog.Catalog is one.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
 	"github.com/kilnmcp/kiln/runtime/registry"
-	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -56,6 +56,13 @@ func newTestServer(t *testing.T) *client.Client {
 
 func newTestServerWith(t *testing.T, boost func(string) float64) *client.Client {
 	t.Helper()
+	return newTestServerOver(t, boost, nil)
+}
+
+// newTestServerOver serves the test registry through the real catalog,
+// wrapped by wrap when it is set.
+func newTestServerOver(t *testing.T, boost func(string) float64, wrap func(Catalog) Catalog) *client.Client {
+	t.Helper()
 	reg := registry.New()
 	tools := []manifest.Tool{
 		{Name: "get-sum", Description: "Returns the sum of two numbers. Handles floats too.", InputSchema: json.RawMessage(schemaAB)},
@@ -68,10 +75,6 @@ func newTestServerWith(t *testing.T, boost func(string) float64) *client.Client 
 	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "everything", Tools: tools}, true); err != nil {
 		t.Fatal(err)
 	}
-	var docs []search.Doc
-	for _, tool := range reg.Tools() {
-		docs = append(docs, search.NewDoc(tool.Backend, tool.Name, tool.Title, tool.Description, tool.InputSchema))
-	}
 	cfg := &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway(), Backends: []config.Backend{{
 		Name: "everything", Transport: config.TransportStdio, Command: "node", Enabled: true,
 		Env: map[string]string{"API_KEY": "sekrit-value"},
@@ -81,9 +84,12 @@ func newTestServerWith(t *testing.T, boost func(string) float64) *client.Client 
 		},
 	}}}
 	counter := &pipeline.Counter{}
+	var cat Catalog = catalogOf(t, reg, cfg)
+	if wrap != nil {
+		cat = wrap(cat)
+	}
 	s := New(Options{
-		Version: "test", Config: cfg, Registry: reg, Search: search.Build(docs),
-		Ref:     func(b, t string) string { return strings.ReplaceAll(b+"."+t, "-", "_") },
+		Version: "test", Config: cfg, Registry: reg, Catalog: cat,
 		Chain:   chain.New(chain.Options{Caller: fakeCaller{}, Registry: reg, Counter: counter}),
 		Boost:   boost,
 		Counter: counter,
@@ -168,6 +174,14 @@ func TestEveryFieldChangesBehaviour(t *testing.T) {
 		{"search limit out of range", "search_tools", map[string]any{"task_description": "x", "limit": 0}, true,
 			[]string{"/limit", "minimum"}, nil},
 		{"search missing task", "search_tools", map[string]any{}, true, []string{"task_description"}, nil},
+		// Without steps, "filler tool" at limit 2 is two filler tools; the
+		// step brings its own best tool in first.
+		{"search steps", "search_tools", map[string]any{"task_description": "filler tool", "limit": 2, "steps": []string{"add two numbers"}}, false,
+			[]string{`{"results":[{"tool":"everything.get-sum"`, "everything.filler"}, nil},
+		{"search too many steps", "search_tools", map[string]any{"task_description": "x", "steps": slices.Repeat([]string{"a"}, 11)}, true,
+			[]string{"/steps", "maxItems"}, nil},
+		{"search empty step", "search_tools", map[string]any{"task_description": "x", "steps": []string{""}}, true,
+			[]string{"/steps/0", "minLength"}, nil},
 		{"list page_size", "list_tools_meta", map[string]any{"page_size": 2}, false,
 			[]string{`"total": 15`, "next_cursor", "everything.big"}, []string{"everything.fillerb"}},
 		{"list bad cursor", "list_tools_meta", map[string]any{"cursor": "nope"}, true, []string{"invalid cursor"}, nil},

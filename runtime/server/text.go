@@ -3,9 +3,9 @@ package server
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/kilnmcp/kiln/runtime/registry"
+	"github.com/kilnmcp/kiln/runtime/textcut"
 )
 
 // FirstSentence returns the first sentence of s with white space folded,
@@ -25,9 +25,5 @@ func cut(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return strings.TrimRightFunc(s[:n], unicode.IsSpace) + "…"
+	return strings.TrimRightFunc(textcut.Prefix(s, max), unicode.IsSpace) + "…"
 }

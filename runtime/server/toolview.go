@@ -82,6 +82,7 @@ func (s *Server) llms() string {
 
 func (s *Server) llmsFull() string {
 	views, tools := s.byBackend()
+	ref := refIn(s.view())
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kiln: every tool\n\n%d tools from %d backends. Run one with call_tool_chain, as TypeScript "+
 		"`const r = await backend.tool({...}); return r;` or as JSON `{\"tool\": \"backend.tool\", \"arguments\": {...}}`. "+
@@ -92,7 +93,7 @@ func (s *Server) llmsFull() string {
 			b.WriteString("\nNo tools.\n")
 		}
 		for _, t := range tools[v.Name] {
-			fmt.Fprintf(&b, "\n### %s\n\n`%s(%s)`\n", t.ID(), s.ref(t.Backend, t.Name), t.Signature())
+			fmt.Fprintf(&b, "\n### %s\n\n`%s(%s)`\n", t.ID(), ref(t.Backend, t.Name), t.Signature())
 			if d := strings.TrimSpace(t.Description); d != "" {
 				b.WriteString("\n" + d + "\n")
 			}

@@ -68,7 +68,7 @@ func NewMetrics(opts MetricsOptions) *Metrics {
 		m.known[b] = set
 	}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kiln_tool_calls_total",
-		Help: "Backend tool calls by backend, tool, tier (1 JSON, 2 simple TypeScript, 3 sandbox program, direct for exposed tools) and outcome (ok, tool_error or a dispatch error code)."},
+		Help: "Backend tool calls by backend, tool, tier (1 JSON, 2 literal TypeScript call, 3 sandbox program, direct for exposed tools) and outcome (ok, tool_error or a dispatch error code)."},
 		[]string{"backend", "tool", "tier", "outcome"})
 	m.callSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kiln_tool_call_duration_seconds",
 		Help: "Backend tool call latency, from dispatch to result, by backend and tier.", Buckets: latencyBuckets},
@@ -86,7 +86,7 @@ func NewMetrics(opts MetricsOptions) *Metrics {
 		Help: "Tier-3 sandbox program runs by outcome (ok, error, timeout, memory, stalled, busy, canceled, syntax, thrown, result, internal)."},
 		[]string{"outcome"})
 	m.limitHits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kiln_sandbox_limit_hits_total",
-		Help: "Sandbox runs stopped by a limit: timeout, memory, stalled (watchdog) or busy (max_concurrent and queue_wait)."},
+		Help: "Sandbox runs stopped or cut short by a limit: timeout, memory, stalled (watchdog), busy (max_concurrent and queue_wait) or max_calls (tool calls refused past the per-run cap)."},
 		[]string{"limit"})
 	m.searches = prometheus.NewCounter(prometheus.CounterOpts{Name: "kiln_search_requests_total",
 		Help: "Tool searches (search_tools and the searches other meta-tools make)."})
@@ -97,7 +97,7 @@ func NewMetrics(opts MetricsOptions) *Metrics {
 	m.reg.MustRegister(m.calls, m.callSeconds, m.meta, m.metaSeconds, m.events, m.sandboxRuns, m.limitHits,
 		m.searches, m.searchSecond, m.sessions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, l := range []string{"timeout", "memory", "stalled", "busy"} {
+	for _, l := range []string{"timeout", "memory", "stalled", "busy", "max_calls"} {
 		m.limitHits.WithLabelValues(l) // present at zero, so rate() works from the first hit
 	}
 	if opts.Status != nil {
@@ -187,6 +187,14 @@ func (m *Metrics) SandboxRun(outcome, limit string) {
 	if limit != "" {
 		m.limitHits.WithLabelValues(limit).Inc()
 	}
+}
+
+// LimitHit records a limit that cut a run short without ending it.
+func (m *Metrics) LimitHit(limit string) {
+	if m == nil {
+		return
+	}
+	m.limitHits.WithLabelValues(limit).Inc()
 }
 
 // stateCollector reads backend states at scrape time, so the gauge is never

@@ -70,6 +70,23 @@ type tierKey struct{}
 // the request's _meta). It is server.Options.Telemetry's StartTool.
 func (t *Telemetry) StartTool(ctx context.Context, tool, traceparent, tracestate string) (context.Context, func(isError bool)) {
 	start := time.Now()
+	ctx, end := t.startRequest(ctx, tool, traceparent, tracestate)
+	return ctx, func(isError bool) {
+		end(isError)
+		t.Metrics.MetaTool(tool, isError, time.Since(start))
+	}
+}
+
+// StartDirect opens a client request to a backend tool exposed under its
+// own name (direct and hybrid exposure): the same root span as a
+// meta-tool's, so a trace has one shape whichever way the tool was called.
+// Its calls are counted by the backend-call series (tier "direct"), not
+// as meta-tool calls.
+func (t *Telemetry) StartDirect(ctx context.Context, tool, traceparent, tracestate string) (context.Context, func(isError bool)) {
+	return t.startRequest(ctx, tool, traceparent, tracestate)
+}
+
+func (t *Telemetry) startRequest(ctx context.Context, tool, traceparent, tracestate string) (context.Context, func(isError bool)) {
 	done := t.begin()
 	ctx = remoteParent(ctx, traceparent, tracestate)
 	ctx, span := t.tracer.Start(ctx, tool, trace.WithSpanKind(trace.SpanKindServer),
@@ -79,7 +96,6 @@ func (t *Telemetry) StartTool(ctx context.Context, tool, traceparent, tracestate
 			span.SetStatus(codes.Error, "tool returned isError")
 		}
 		span.End()
-		t.Metrics.MetaTool(tool, isError, time.Since(start))
 		done()
 	}
 }
@@ -94,6 +110,10 @@ func (t *Telemetry) begin() func() {
 // Sessions moves the open-session gauge; server.Options.Telemetry's
 // Sessions.
 func (t *Telemetry) Sessions(delta int) { t.Metrics.Sessions(delta) }
+
+// Searched records one tool search and how long it took; the server calls
+// it around every search of the catalog.
+func (t *Telemetry) Searched(took time.Duration) { t.Metrics.Search(took) }
 
 // EnterTier marks ctx as running call_tool_chain at tier (1, 2 or 3) and
 // opens its span; chain.Options.OnTier calls it.

@@ -62,6 +62,34 @@ func TestSandboxOutcome(t *testing.T) {
 	}
 }
 
+// outcomeRunner is a test double for the sandbox: it returns a fixed
+// Outcome, so the wrapper's counting is checked without running a program
+// (the sandbox's own tests check that Refused is set).
+type outcomeRunner struct{ out *sandbox.Outcome }
+
+func (r outcomeRunner) Run(context.Context, string, sandbox.RunOptions) (*sandbox.Outcome, error) {
+	return r.out, nil
+}
+
+func TestMaxCallsCountedAsLimitHit(t *testing.T) {
+	tel := &Telemetry{Metrics: NewMetrics(MetricsOptions{})}
+	if _, err := tel.Sandbox(outcomeRunner{&sandbox.Outcome{Calls: 50, Refused: 3}}).Run(t.Context(), "", sandbox.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tel.Sandbox(outcomeRunner{&sandbox.Outcome{Calls: 2}}).Run(t.Context(), "", sandbox.RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body := scrape(t, tel.Metrics)
+	for _, want := range []string{
+		`kiln_sandbox_limit_hits_total{limit="max_calls"} 1`,
+		`kiln_sandbox_runs_total{outcome="ok"} 2`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+}
+
 type statusList []dispatch.Status
 
 func (s *statusList) Status() []dispatch.Status { return *s }

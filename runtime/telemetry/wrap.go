@@ -3,10 +3,8 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/kilnmcp/kiln/runtime/sandbox"
-	"github.com/kilnmcp/kiln/runtime/search"
 )
 
 // Runner runs tier-3 programs; *sandbox.Sandbox (chain.Sandbox) is one.
@@ -33,6 +31,11 @@ func (r *runner) Run(ctx context.Context, code string, opts sandbox.RunOptions) 
 	}
 	o, limit := sandboxOutcome(cause)
 	r.t.Metrics.SandboxRun(o, limit)
+	if out != nil && out.Refused > 0 {
+		// max_calls turns calls away without ending the run: count it
+		// as a hit of its own even when the script caught the error.
+		r.t.Metrics.LimitHit("max_calls")
+	}
 	return out, err
 }
 
@@ -63,30 +66,4 @@ func sandboxOutcome(err error) (outcome, limit string) {
 		}
 	}
 	return "error", ""
-}
-
-// Searcher ranks tools; server.Searcher, which cmd/kiln's catalog view
-// implements.
-type Searcher interface {
-	Search(query string, opts search.Options) []search.Hit
-	TryAlso(backend, query string, n int) []string
-}
-
-// Search wraps next so every search is counted and timed.
-func (t *Telemetry) Search(next Searcher) Searcher { return &searcher{t: t, next: next} }
-
-type searcher struct {
-	t    *Telemetry
-	next Searcher
-}
-
-func (s *searcher) Search(query string, opts search.Options) []search.Hit {
-	start := time.Now()
-	hits := s.next.Search(query, opts)
-	s.t.Metrics.Search(time.Since(start))
-	return hits
-}
-
-func (s *searcher) TryAlso(backend, query string, n int) []string {
-	return s.next.TryAlso(backend, query, n)
 }

@@ -17,6 +17,8 @@
 //	FAULT_CRASH_AFTER=N       --crash-after   exit(3) on reading the N-th tools/call, unanswered
 //	FAULT_STDOUT_GARBAGE=1    --stdout-garbage   stdio only: write non-JSON lines to stdout
 //	FAULT_HTTP_STATELESS=1    --stateless     HTTP only: no sessions, which the SDK needs to speak 2026-07-28
+//	FAULT_HTTP_CUT_STREAM=t   --cut-stream    HTTP only: keep an event store and break the connection of
+//	                                          each call of tool t after its first SSE event (resumable)
 //
 // FAULT_START_DELAY is applied before FAULT_EXIT_AT_START, so the two
 // together make a backend that is slow to crash. Bad values exit with 2.
@@ -39,6 +41,8 @@
 //	exit <code> <reason>                the process is about to exit on purpose
 //	asked <question>                    the ask tool asked the client for input
 //	answered <action>                   the ask tool got the client's answer
+//	cut stream of call <tool> id=<id>   FAULT_HTTP_CUT_STREAM broke the call's connection
+//	resume last-event-id=<id>           a GET resumed a stream (with FAULT_HTTP_CUT_STREAM)
 //
 // Tools: echo, slow, hang, huge, crash, fail, stderr, rich, progress,
 // add_tool, remove_tool, ask, calls and env; each one's description says

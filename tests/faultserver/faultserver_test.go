@@ -672,6 +672,8 @@ func TestParseConfig(t *testing.T) {
 		{"negative delay", nil, env("FAULT_START_DELAY", "-1s"), config{}, `FAULT_START_DELAY "-1s"`},
 		{"bad garbage", nil, env("FAULT_STDOUT_GARBAGE", "lots"), config{}, `FAULT_STDOUT_GARBAGE "lots": want 1 or 0`},
 		{"bare switch", []string{"--stateless"}, env("FAULT_HTTP_STATELESS", "0"), config{stateless: true}, ""},
+		{"cut stream env", nil, env("FAULT_HTTP_CUT_STREAM", "slow"), config{cutStream: "slow"}, ""},
+		{"cut stream flag wins", []string{"--cut-stream", "echo"}, env("FAULT_HTTP_CUT_STREAM", "slow"), config{cutStream: "echo"}, ""},
 		{"stray argument", []string{"serve"}, env(), config{}, `unexpected argument "serve"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

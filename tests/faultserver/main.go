@@ -32,6 +32,7 @@ type config struct {
 	crashAfter    int
 	stdoutGarbage bool
 	stateless     bool
+	cutStream     string
 }
 
 // parseConfig reads the FAULT_* variables through getenv and lets flags of
@@ -45,6 +46,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	delay := fs.String("start-delay", getenv("FAULT_START_DELAY"), "sleep this long before serving")
 	exit := fs.String("exit-at-start", getenv("FAULT_EXIT_AT_START"), "exit with this code before serving")
 	crash := fs.String("crash-after", getenv("FAULT_CRASH_AFTER"), "exit(3) on the N-th tools/call")
+	fs.StringVar(&cfg.cutStream, "cut-stream", getenv("FAULT_HTTP_CUT_STREAM"), "HTTP only: break the connection of each call of this tool after its first SSE event")
 	// Switches read their variable before the flags are defined, so that
 	// a bare --stateless can override it like any boolean flag.
 	var err error
@@ -166,11 +168,21 @@ func serveHTTP(ctx context.Context, cfg config, srv *mcp.Server, tp *tap, stderr
 	// notifications/cancelled arrives in a POST of its own and cancels
 	// nothing, so a cancelled hang would run forever unless the end of its
 	// POST cancels it.
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+	opts := &mcp.StreamableHTTPOptions{
 		Stateless:                    cfg.stateless,
 		PropagateRequestCancellation: true,
 		Logger:                       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
+	}
+	var h http.Handler
+	if cfg.cutStream != "" {
+		// Events are stored only when streams are cut: resuming is the
+		// point of that fault, and the other tests keep their streams
+		// as they were.
+		opts.EventStore = mcp.NewMemoryEventStore(nil)
+		h = cutStreams(cfg.cutStream, tp.events, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts))
+	} else {
+		h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", tp.handler(h))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"math"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/kilnmcp/kiln/runtime/search"
+	"github.com/kilnmcp/kiln/runtime/textcut"
 )
 
 // maxEmbedBytes bounds the part of a query that is embedded. Sentence
@@ -308,13 +308,5 @@ func fuseHits(lex []search.Hit, sem []string, limit int) []search.Hit {
 // embedText trims query and cuts it to maxEmbedBytes on a character
 // boundary; "" means there is nothing to embed.
 func embedText(query string) string {
-	q := strings.TrimSpace(query)
-	if len(q) <= maxEmbedBytes {
-		return q
-	}
-	cut := maxEmbedBytes
-	for cut > 0 && !utf8.RuneStart(q[cut]) {
-		cut--
-	}
-	return q[:cut]
+	return textcut.Prefix(strings.TrimSpace(query), maxEmbedBytes)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kilnmcp/kiln/gen/diff"
+	"github.com/kilnmcp/kiln/cmd/kiln-gen/internal/diff"
 	"github.com/kilnmcp/kiln/gen/record"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/version"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kilnmcp/kiln/gen/eval"
+	"github.com/kilnmcp/kiln/cmd/kiln-gen/internal/eval"
 )
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -14,7 +14,6 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	queries := fs.String("queries", "", "queries.jsonl of the same dataset")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	ablation := fs.Bool("ablation", false, "also measure every step from the plain-BM25 baseline to the shipped ranker")
-	steps := fs.Bool("steps", false, "also search each query's annotated sub-steps and fuse them (datasets with steps)")
 	var m modelFlags
 	m.register(fs, "also measure the embedding ranking alone and fused with the lexical one")
 	if fs.Parse(args) != nil {
@@ -24,7 +23,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "kiln-gen eval: both --tools and --queries are required, e.g. --tools ../shared/bench/toolbench/tools.jsonl --queries ../shared/bench/toolbench/queries.jsonl")
 		return exitUsage
 	}
-	opts := eval.Options{Ablation: *ablation, Steps: *steps}
+	opts := eval.Options{Ablation: *ablation}
 	mod, code := m.open("eval", stderr, stderr)
 	if code != exitOK {
 		return code

@@ -102,7 +102,7 @@ func TestEmitVectors(t *testing.T) {
 
 func TestEvalSemantic(t *testing.T) {
 	model := filepath.Join(t.TempDir(), "tiny.gguf")
-	mini := filepath.Join("..", "..", "..", "..", "gen", "eval", "testdata", "mini")
+	mini := filepath.Join("..", "eval", "testdata", "mini")
 	tools, queries := filepath.Join(mini, "tools.jsonl"), filepath.Join(mini, "queries.jsonl")
 	if _, err := semantictest.Tiny.WriteModel(model, []string{"search the web for the weather forecast"}); err != nil {
 		t.Fatal(err)

@@ -33,6 +33,11 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default: $KILN_CONFIG, else ./kiln.yaml)")
 	noBrowser := fs.Bool("no-browser", false, "login: print the URL instead of opening a browser")
+	var scopes []string
+	fs.Func("scope", "login: also ask for these scopes (space separated, repeatable), as a needs_login message after a step-up says", func(v string) error {
+		scopes = append(scopes, strings.Fields(v)...)
+		return nil
+	})
 	// Flags may follow the backend name (kiln auth login github --config f).
 	var pos []string
 	for rest := args[1:]; ; rest = fs.Args()[1:] {
@@ -71,7 +76,7 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "logged out of %s; its stored token is deleted\n", b.Name)
 			return exitOK
 		}
-		return authLogin(ctx, cfg, b, !*noBrowser, stdout, stderr)
+		return authLogin(ctx, cfg, b, scopes, !*noBrowser, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "kiln auth: unknown command %q\n\n%s", args[0], authUsage)
 	return exitUsage
@@ -80,7 +85,8 @@ func runAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 const authUsage = `usage: kiln auth <command> [--config FILE]
 
 commands:
-  login BACKEND    log in to a backend's OAuth server (opens a browser; --no-browser prints the URL)
+  login BACKEND    log in to a backend's OAuth server (opens a browser; --no-browser prints the URL;
+                   --scope 'a b' asks for more scopes, as needs_login after a step-up says)
   status           show which backends with auth: have a token
   logout BACKEND   delete a backend's stored token
 `
@@ -146,7 +152,7 @@ func refreshNote(r *oauth.Record) string {
 // (RFC 8252): it listens on the redirect address, shows the authorization
 // URL, waits for the code, then connects once so the backend confirms
 // the token works.
-func authLogin(ctx context.Context, cfg *config.Config, b *config.Backend, browser bool, stdout, stderr io.Writer) int {
+func authLogin(ctx context.Context, cfg *config.Config, b *config.Backend, scopes []string, browser bool, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, loginTimeout)
 	defer cancel()
 	addr, path := "127.0.0.1:0", "/callback"
@@ -189,7 +195,7 @@ func authLogin(ctx context.Context, cfg *config.Config, b *config.Backend, brows
 			return oauth.Callback{}, fmt.Errorf("no authorization arrived at %s within %s", redirect, loginTimeout)
 		}
 	}
-	mgr := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), Authorize: authorize, RedirectURL: redirect})
+	mgr := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), Authorize: authorize, RedirectURL: redirect, Scopes: scopes})
 	// A login replaces whatever was stored: the person asked for a new one.
 	if err := mgr.Store().Update(b.Name, func(*oauth.Record) (*oauth.Record, error) { return nil, nil }); err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)

@@ -29,6 +29,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "serve":
 		return runServe(ctx, args[1:], stdin, stdout, stderr)
+	case "connect":
+		return runConnect(ctx, args[1:], stdin, stdout, stderr)
 	case workerCommand:
 		// Hidden: kiln serve starts it to run call_tool_chain programs.
 		return sandbox.ServeWorker(stdin, stdout, stderr)
@@ -53,6 +55,7 @@ func usage(w io.Writer) {
 
 commands:
   serve     serve MCP over stdio (default) or HTTP (--http ADDR)
+  connect   serve MCP over stdio through a shared kiln daemon, started on demand
   auth      log in to, check or log out of backends' OAuth servers (kiln auth -h)
   version   print the version
 

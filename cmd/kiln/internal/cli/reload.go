@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"reflect"
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/config"
@@ -45,35 +44,10 @@ func watchConfig(ctx context.Context, cur *config.Config, every time.Duration, l
 			log.Error("config edit rejected; kiln keeps running with the previous config", "config", path, "problems", err.Error())
 			continue
 		}
-		for _, section := range restartOnly(cur, next) {
+		for _, section := range config.RestartOnly(cur.Gateway, next.Gateway) {
 			log.Warn("this config change takes effect when kiln restarts", "key", section)
 		}
 		apply(next)
 		cur = next
 	}
-}
-
-// restartOnly lists the gateway settings that differ between a and b but
-// are read once at start-up.
-func restartOnly(a, b *config.Config) []string {
-	var out []string
-	ga, gb := a.Gateway, b.Gateway
-	for _, f := range []struct {
-		key  string
-		a, b any
-	}{
-		{"gateway.name", ga.Name, gb.Name},
-		{"gateway.state_dir", ga.StateDir, gb.StateDir},
-		{"gateway.max_output_size", ga.MaxOutputSize, gb.MaxOutputSize},
-		{"gateway.log_level", ga.LogLevel, gb.LogLevel},
-		{"gateway.sandbox", ga.Sandbox, gb.Sandbox},
-		{"gateway.output", ga.Output, gb.Output},
-		{"gateway.http", ga.HTTP, gb.HTTP},
-		{"gateway.semantic", ga.Semantic, gb.Semantic},
-	} {
-		if !reflect.DeepEqual(f.a, f.b) {
-			out = append(out, f.key)
-		}
-	}
-	return out
 }

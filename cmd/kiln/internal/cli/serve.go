@@ -27,6 +27,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/daemon"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/httpauth"
 	"github.com/kilnmcp/kiln/runtime/oauth"
@@ -36,6 +37,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/server"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
+	"github.com/kilnmcp/kiln/runtime/usecount"
 	"github.com/kilnmcp/kiln/runtime/version"
 )
 
@@ -44,6 +46,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default: $KILN_CONFIG, else ./kiln.yaml, else the copy compiled into kiln)")
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://ADDR/mcp and SSE at /sse instead of stdio (e.g. 127.0.0.1:8080)")
+	asDaemon := fs.Bool("daemon", false, "serve kiln connect clients on a private unix socket instead of stdio (kiln connect starts it)")
+	idle := fs.Duration("idle", daemon.DefaultIdle, "with --daemon: exit after this long with no client connected")
 	if fs.Parse(args) != nil {
 		return exitUsage
 	}
@@ -79,8 +83,17 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitFail
 	}
 
-	// The HTTP front door is checked before any backend starts, so a
-	// refused configuration fails at once and spawns nothing.
+	// The HTTP front door and the daemon socket are opened before any
+	// backend starts, so a refused configuration (or a daemon already
+	// serving) fails at once and spawns nothing.
+	var dmn *daemonDoor
+	if *asDaemon {
+		if dmn, err = openDaemonDoor(cfg, *httpAddr, *idle); err != nil {
+			fmt.Fprintf(stderr, "kiln: %v\n", err)
+			return exitUsage
+		}
+		defer dmn.ln.Close()
+	}
 	var front *frontDoor
 	if *httpAddr != "" {
 		if front, err = openFrontDoor(*httpAddr, cfg, log); err != nil {
@@ -126,13 +139,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer closeSearcher()
 
-	usage, err := search.OpenUsage(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
+	uses, err := usecount.Open(filepath.Join(cfg.Gateway.StateDir, "usage.json"))
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitFail
 	}
-	defer saveUsage(usage, log)
-	go saveUsageEvery(ctx, usage, log, 30*time.Second)
+	defer saveUsage(uses, log)
+	go saveUsageEvery(ctx, uses, log, 30*time.Second)
 
 	var cat *catalog.Catalog
 	// The server is built last; backends may ask for roots and the catalog
@@ -148,7 +161,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	hub := &passthroughHub{log: log, timeout: cfg.Gateway.ConnectTimeout}
 	tokens := oauth.NewManager(oauth.ManagerOptions{Dir: filepath.Join(cfg.Gateway.StateDir, "oauth"), OnSecret: learnTokens(scrubber), Logger: log})
 	defer tokens.Close() // runs after the dispatcher closes its backends
-	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: usage.Record,
+	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: uses.Record,
 		HTTPClient: tokens.HTTPClient,
 		OnConnect: func(name string) {
 			refresh(name)
@@ -211,26 +224,20 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Config:       cfg,
 		Registry:     reg,
 		Status:       disp,
-		Search:       op.tel.Search(viewSearch{cat}),
-		Boost:        usage.Boost,
+		Catalog:      cat,
+		Boost:        uses.Boost,
 		Counter:      counter,
-		Ref:          func(backend, tool string) string { return cat.View().Table.Ref(backend, tool) },
 		Registrar:    cat,
-		Drifts:       cat.Drifts,
 		Scrubber:     scrubber,
 		Exposed:      generated.ExposedNames,
-		Bare:         cat.Bare,
 		Logger:       log,
 		RootsChanged: func(ctx context.Context) { disp.RootsChanged(ctx) },
 		SessionEnded: disp.EndSession,
 		Telemetry:    op.tel,
 		Chain: chain.New(chain.Options{
-			Caller:   caller,
-			Registry: reg,
-			Current: func() chain.Bridging {
-				v := cat.View()
-				return chain.Bridging{Resolver: v.Table, Backends: v.Bridge, ExtraPreamble: v.Extra}
-			},
+			Caller:         caller,
+			Registry:       reg,
+			Catalog:        cat,
 			Sandbox:        op.tel.Sandbox(sb),
 			DefaultTimeout: sb.Limits().Timeout,
 			MaxTimeout:     sb.Limits().MaxTimeout,
@@ -248,6 +255,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	srv.SyncTools() // changes that landed while the server was built
 	hub.attach(ctx, srv, disp)
 	op.health.Ready()
+	if dmn != nil {
+		return dmn.serve(ctx, srv, log, stderr)
+	}
 	if *httpAddr == "" {
 		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -388,14 +398,14 @@ func outputOptions(cfg *config.Config) pipeline.Options {
 	return o
 }
 
-func saveUsage(u *search.Usage, log *slog.Logger) {
+func saveUsage(u *usecount.Counts, log *slog.Logger) {
 	if err := u.Save(); err != nil {
 		log.Warn("could not save search usage counts", "err", err)
 	}
 }
 
 // saveUsageEvery bounds what a crash loses to one interval of counts.
-func saveUsageEvery(ctx context.Context, u *search.Usage, log *slog.Logger, every time.Duration) {
+func saveUsageEvery(ctx context.Context, u *usecount.Counts, log *slog.Logger, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -406,18 +416,6 @@ func saveUsageEvery(ctx context.Context, u *search.Usage, log *slog.Logger, ever
 			saveUsage(u, log)
 		}
 	}
-}
-
-// viewSearch searches the catalog's current view, which includes tools
-// that drifted or were registered at run time.
-type viewSearch struct{ cat *catalog.Catalog }
-
-func (v viewSearch) Search(query string, opts search.Options) []search.Hit {
-	return v.cat.View().Search.Search(query, opts)
-}
-
-func (v viewSearch) TryAlso(backend, query string, n int) []string {
-	return v.cat.View().Search.TryAlso(backend, query, n)
 }
 
 // startSandbox starts the worker processes that run tier-3 programs: a

@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/registry"
+)
+
+type rootsOf string
+
+func (r rootsOf) ListRoots(context.Context, mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	return &mcp.ListRootsResult{Roots: []mcp.Root{{URI: "file:///" + string(r), Name: string(r)}}}, nil
+}
+
+// connClient connects a real mcp-go client, declaring roots, to s over an
+// in-memory connection served by ServeConn.
+func connClient(t *testing.T, s *Server, name string, served *sync.WaitGroup) *client.Client {
+	t.Helper()
+	srvEnd, cliEnd := net.Pipe()
+	served.Go(func() {
+		defer srvEnd.Close()
+		if err := s.ServeConn(t.Context(), srvEnd, srvEnd); err != nil {
+			t.Errorf("ServeConn: %v", err)
+		}
+	})
+	//lint:ignore SA1019 kiln sends requests to clients before 2026-07-28 only; that is what this test covers
+	legacy := client.WithLegacyProtocolOnly()
+	c := client.NewClient(transport.NewIO(cliEnd, cliEnd, io.NopCloser(strings.NewReader(""))),
+		client.WithRootsHandler(rootsOf(name)), legacy)
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: "2025-11-25", ClientInfo: mcp.Implementation{Name: name, Version: "1"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Two connections are two sessions: each lists tools, a request kiln asks
+// of one session (roots) reaches that session's client only, and closing a
+// connection ends its session.
+func TestServeConnSessionsAreSeparate(t *testing.T) {
+	ended := make(chan string, 2)
+	s := New(Options{Version: "test", Registry: registry.New(),
+		Config:       &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway()},
+		SessionEnded: func(id string) { ended <- id }})
+	var served sync.WaitGroup
+	ada, bob := connClient(t, s, "ada", &served), connClient(t, s, "bob", &served)
+	for _, c := range []*client.Client{ada, bob} {
+		res, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+		if err != nil || len(res.Tools) != len(metaTools) {
+			t.Fatalf("tools/list: %v, %d tools, want %d", err, len(res.Tools), len(metaTools))
+		}
+	}
+
+	s.sessions.mu.Lock()
+	var sessions []*connSession
+	for _, sess := range s.sessions.all {
+		sessions = append(sessions, sess.(*connSession))
+	}
+	s.sessions.mu.Unlock()
+	if len(sessions) != 2 || sessions[0].id == sessions[1].id {
+		t.Fatalf("%d sessions registered, want two distinct", len(sessions))
+	}
+	for _, sess := range sessions {
+		ctx := s.mcp.WithContext(t.Context(), sess)
+		raw, err := s.askSession(ctx, string(mcp.MethodListRoots), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res mcp.ListRootsResult
+		if err := json.Unmarshal(raw, &res); err != nil || len(res.Roots) != 1 {
+			t.Fatalf("roots %s: %v", raw, err)
+		}
+		if want := sess.GetClientInfo().Name; res.Roots[0].Name != want {
+			t.Errorf("session of %s answered with the roots of %s", want, res.Roots[0].Name)
+		}
+	}
+
+	ada.Close()
+	if id := <-ended; id != sessions[0].id && id != sessions[1].id {
+		t.Errorf("ended session %q is neither of %q, %q", id, sessions[0].id, sessions[1].id)
+	}
+	if _, err := bob.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Errorf("bob's session ended with ada's: %v", err)
+	}
+	bob.Close()
+	<-ended
+	served.Wait()
+}
+
+// A malformed line gets a JSON-RPC error on that connection and the
+// session goes on.
+func TestServeConnAnswersParseErrors(t *testing.T) {
+	s := New(Options{Version: "test", Registry: registry.New(),
+		Config: &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway()}})
+	srvEnd, cliEnd := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- s.ServeConn(t.Context(), srvEnd, srvEnd) }()
+	go func() {
+		io.WriteString(cliEnd, "{not json\n")
+		io.WriteString(cliEnd, `{"jsonrpc":"2.0","id":7,"method":"ping"}`+"\n")
+	}()
+	dec := json.NewDecoder(cliEnd)
+	var first, second struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if err := dec.Decode(&first); err != nil || first.Error == nil || first.Error.Code != mcp.PARSE_ERROR {
+		t.Errorf("malformed line answered %+v, %v; want a parse error", first, err)
+	}
+	if err := dec.Decode(&second); err != nil || string(second.ID) != "7" || second.Error != nil {
+		t.Errorf("ping after a malformed line answered %+v, %v", second, err)
+	}
+	cliEnd.Close()
+	if err := <-done; err != nil {
+		t.Errorf("ServeConn: %v", err)
+	}
+}

@@ -1,0 +1,22 @@
+// Package textcut cuts strings to a byte budget without splitting a
+// character: Prefix cuts on a UTF-8 rune boundary, Before and After on an
+// approximate grapheme cluster boundary, so a flag or an accented letter
+// is kept or dropped whole.
+package textcut
+
+import "unicode/utf8"
+
+// Prefix returns the longest prefix of s of at most n bytes that does not
+// end inside a UTF-8 sequence.
+func Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
