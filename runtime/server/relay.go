@@ -50,6 +50,11 @@ func relayError(ctx context.Context, e *mcp.JSONRPCErrorDetails) {
 // relaying wraps w for a POST whose request may pass a backend's error
 // through (tools/call, prompts/get); other requests go on untouched.
 func relaying(w http.ResponseWriter, r *http.Request, body []byte) (http.ResponseWriter, *http.Request) {
+	// Only 2026-07-28 requests pass rounds through; older ones skip the
+	// decode.
+	if r.Header.Get("MCP-Protocol-Version") < "2026-07-28" {
+		return w, r
+	}
 	if !bytes.Contains(body, []byte(`"tools/call"`)) && !bytes.Contains(body, []byte(`"prompts/get"`)) {
 		return w, r
 	}
