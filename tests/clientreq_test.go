@@ -4,12 +4,18 @@ package tests
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,10 +65,41 @@ func (a *asker) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpg
 	if req.Params.Mode == mcpgo.ElicitationModeURL {
 		return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionAccept}}, nil
 	}
+	content := map[string]any{"name": a.name, "check": true, "email": a.name + "@example.com"}
+	fillRequired(content, req.Params.RequestedSchema, a.name)
 	return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{
 		Action:  mcpgo.ElicitationResponseActionAccept,
-		Content: map[string]any{"name": a.name, "check": true, "email": a.name + "@example.com"},
+		Content: content,
 	}}, nil
+}
+
+// fillRequired answers the required fields of a form's schema that content
+// lacks, the way a user would: a server on 2025-11-25 (the go-sdk's)
+// checks the answer against its schema.
+func fillRequired(content map[string]any, schema any, name string) {
+	raw, _ := json.Marshal(schema)
+	var s struct {
+		Properties map[string]struct {
+			Type string `json:"type"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return
+	}
+	for _, k := range s.Required {
+		if _, ok := content[k]; ok {
+			continue
+		}
+		switch s.Properties[k].Type {
+		case "boolean":
+			content[k] = true
+		case "number", "integer":
+			content[k] = 1
+		default:
+			content[k] = name
+		}
+	}
 }
 
 func (a *asker) CreateMessage(_ context.Context, req mcpgo.CreateMessageRequest) (*mcpgo.CreateMessageResult, error) {
@@ -516,9 +553,10 @@ func conformanceServer(t *testing.T) string {
 }
 
 // The go-sdk conformance server over stdio speaks 2026-07-28: its
-// input-required results come back to kiln, which asks its own client
-// (a request before 2026-07-28, an input-required result after) and
-// retries with the answers and the server's requestState.
+// input-required results reach the client, through kiln's own rounds for
+// a program's call (an input-required result on 2026-07-28); a 2025-11-25
+// client's calls go over a backend session of that era, where the server
+// asks in-band and kiln relays the requests.
 func TestConformanceServerInputRequired(t *testing.T) {
 	bin := conformanceServer(t)
 	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
@@ -530,14 +568,22 @@ func TestConformanceServerInputRequired(t *testing.T) {
 			a := &asker{name: "ada", roots: []string{"/tmp/ada-root"}}
 			c := askClient(t, cfg, a, p.legacy)
 			register(t, c, map[string]any{"name": "conf", "transport": "stdio", "command": bin})
-			for tool, want := range map[string]string{
+			cases := map[string]string{
 				"test_input_required_result_elicitation":     "Hello, ada!",
 				"test_input_required_result_sampling":        "Sampling response: sampled by ada",
 				"test_input_required_result_list_roots":      "Client exposed 1 root(s): file:///tmp/ada-root",
 				"test_input_required_result_multiple_inputs": "sampled by ada ada — 1 root(s) visible",
 				"test_input_required_result_request_state":   "state-ok",
-				"test_input_required_result_multi_round":     "Multi-round complete: ada likes",
-			} {
+			}
+			if !p.legacy {
+				// A 2025-11-25 client's calls go over a backend session of
+				// its era, where this server answers the first round
+				// in-band and returns the second round's questions as an
+				// empty result — what a 2025-11-25 client gets from it
+				// directly too.
+				cases["test_input_required_result_multi_round"] = "Multi-round complete: ada likes"
+			}
+			for tool, want := range cases {
 				r := chainCall(t, c, fmt.Sprintf(`{"tool": "conf.%s", "arguments": {}}`, tool))
 				if r.IsError || !strings.Contains(r.Text(), want) {
 					t.Errorf("%s: isError=%v %q, want %q", tool, r.IsError, r.Text(), want)
@@ -621,4 +667,220 @@ func startEverythingHTTP(t *testing.T) string {
 		t.Fatal("server-everything did not listen")
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+}
+
+// legacyConfig declares the go-sdk conformance server (it speaks
+// 2026-07-28, where it will not send requests in the middle of a call) and
+// server-everything (2025-11-25) as stdio backends, with extra gateway
+// lines (e.g. expose: direct).
+func legacyConfig(t *testing.T, gateway string) string {
+	t.Helper()
+	mods := filepath.Join(repoRoot(t), "tests/node_modules/@modelcontextprotocol")
+	cfg := fmt.Sprintf(`version: 1
+gateway:
+  state_dir: %s
+%sbackends:
+  conf:
+    command: %s
+  everything:
+    command: node
+    args: [%s/server-everything/dist/index.js, stdio]
+`, t.TempDir(), gateway, conformanceServer(t), mods)
+	path := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Two 2025-11-25 sessions whose calls elicit at the same moment, through
+// two stdio backends: the go-sdk conformance server, whose shared session
+// with kiln is on 2026-07-28 (where it refuses to elicit in-band), and
+// server-everything on 2025-11-25, whose stdio requests name no call. Each
+// session gets a backend session of its own era, so each is asked its own
+// question and each call gets its own answer; sampling works the same way.
+func TestLegacySessionsGetBackendSessionsOfTheirEra(t *testing.T) {
+	url := startHTTP(t, "--config", legacyConfig(t, ""))
+	a := &asker{name: "ada", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
+	b := &asker{name: "bob", gate: make(chan struct{}), arrived: make(chan struct{}, 8)}
+	ca, cb := askHTTP(t, url, a, true), askHTTP(t, url, b, true)
+	waitTool(t, ca, "conf.test_elicitation")
+	waitTool(t, ca, "everything.trigger-elicitation-request")
+
+	for _, code := range []string{
+		`{"tool": "conf.test_elicitation", "arguments": {"message": "your name?"}}`,
+		`{"tool": "everything.trigger-elicitation-request", "arguments": {}}`,
+	} {
+		t.Run(strings.Fields(code)[1], func(t *testing.T) {
+			results := make(chan [2]string, 2)
+			for _, s := range []struct {
+				name string
+				c    *mcpclient.Client
+			}{{"ada", ca}, {"bob", cb}} {
+				go func() {
+					res, err := s.c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": code}}})
+					if err != nil {
+						results <- [2]string{s.name, err.Error()}
+						return
+					}
+					r, _ := toResult(res.Content, res.StructuredContent, res.IsError)
+					results <- [2]string{s.name, r.Text()}
+				}()
+			}
+			// Both questions are open before either is answered; a call
+			// that ends first was refused.
+			for _, x := range []*asker{a, b} {
+				select {
+				case <-x.arrived:
+				case r := <-results:
+					t.Fatalf("%s's call ended before %s was asked: %s", r[0], x.name, r[1])
+				case <-t.Context().Done():
+					t.Fatalf("%s was never asked", x.name)
+				}
+			}
+			a.gate <- struct{}{}
+			b.gate <- struct{}{}
+			for range 2 {
+				r := <-results
+				if !strings.Contains(r[1], r[0]+"@example.com") {
+					t.Errorf("%s's call got %q, want its own answer", r[0], r[1])
+				}
+			}
+		})
+	}
+	t.Run("sampling", func(t *testing.T) {
+		for _, s := range []struct {
+			name string
+			c    *mcpclient.Client
+		}{{"ada", ca}, {"bob", cb}} {
+			r := chainCall(t, s.c, `{"tool": "conf.test_sampling", "arguments": {"prompt": "hi"}}`)
+			if r.IsError || !strings.Contains(r.Text(), "LLM response: sampled by "+s.name) {
+				t.Errorf("%s: isError=%v %q, want its own sampled answer", s.name, r.IsError, r.Text())
+			}
+		}
+	})
+}
+
+// post2026 sends one 2026-07-28 request to kiln's streamable HTTP endpoint
+// with the client capabilities given, as a stateless client does, and
+// returns the HTTP status and the decoded JSON-RPC response.
+func post2026(t *testing.T, url, method string, params map[string]any, caps map[string]any) (int, map[string]any) {
+	t.Helper()
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "kiln-e2e-raw", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": caps,
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name, ok := params["name"].(string); ok {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A streamed answer carries the response as the last data: line.
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+		for i := len(lines) - 1; i >= 0; i-- {
+			if d, ok := strings.CutPrefix(lines[i], "data:"); ok {
+				raw = []byte(strings.TrimSpace(d))
+				break
+			}
+		}
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s: undecodable answer (HTTP %d): %v\n%s", method, resp.StatusCode, err, raw)
+	}
+	return resp.StatusCode, out
+}
+
+// A 2026-07-28 client calling a 2026-07-28 backend's tool by name through
+// kiln (direct exposure) gets the backend's own rounds: all its questions
+// in one input-required result under the backend's keys, only those its
+// declared capabilities allow, the backend's requestState (tampered, the
+// backend refuses it), and the backend's -32021 with HTTP 400 when a
+// capability it needs is missing.
+func TestModernRoundsPassThrough(t *testing.T) {
+	url := startHTTP(t, "--config", legacyConfig(t, "  expose: hybrid\n  pin: [conf.*]\n"))
+	a := &asker{name: "ada", roots: []string{"/tmp/ada-root"}}
+	c := askHTTP(t, url, a, false)
+	eventually(t, "kiln lists the pinned conf tools", func() bool {
+		res, err := c.ListTools(t.Context(), mcpgo.ListToolsRequest{})
+		if err != nil {
+			return false
+		}
+		return slices.ContainsFunc(res.Tools, func(tl mcpgo.Tool) bool { return tl.Name == "conf__test_missing_capability" })
+	})
+	all := map[string]any{"sampling": map[string]any{}, "elicitation": map[string]any{}, "roots": map[string]any{}}
+	tool := func(name string, extra map[string]any) map[string]any {
+		p := map[string]any{"name": "conf__" + name, "arguments": map[string]any{}}
+		maps.Copy(p, extra)
+		return p
+	}
+
+	_, out := post2026(t, url, "tools/call", tool("test_input_required_result_multiple_inputs", nil), all)
+	res, _ := out["result"].(map[string]any)
+	reqs, _ := res["inputRequests"].(map[string]any)
+	if res["resultType"] != "input_required" || len(reqs) < 3 {
+		t.Fatalf("want one round with all 3 questions, got %v", out)
+	}
+	for k := range reqs {
+		if strings.HasPrefix(k, "kiln-") {
+			t.Errorf("input request key %q is kiln's, want the backend's own", k)
+		}
+	}
+
+	_, out = post2026(t, url, "tools/call", tool("test_input_required_result_capabilities", nil), map[string]any{"sampling": map[string]any{}})
+	res, _ = out["result"].(map[string]any)
+	reqs, _ = res["inputRequests"].(map[string]any)
+	if res["resultType"] != "input_required" || len(reqs) == 0 {
+		t.Fatalf("want a sampling round, got %v", out)
+	}
+	for k, v := range reqs {
+		if m, _ := v.(map[string]any)["method"].(string); m != "sampling/createMessage" {
+			t.Errorf("input request %q asks %s of a client that declared only sampling", k, m)
+		}
+	}
+
+	_, out = post2026(t, url, "tools/call", tool("test_input_required_result_tampered_state",
+		map[string]any{"requestState": "tampered", "inputResponses": map[string]any{}}), all)
+	if res, _ := out["result"].(map[string]any); out["error"] == nil && res["isError"] != true && res["resultType"] != "input_required" {
+		t.Errorf("a tampered requestState was accepted: %v", out)
+	}
+
+	status, out := post2026(t, url, "tools/call", tool("test_missing_capability", nil), map[string]any{})
+	e, _ := out["error"].(map[string]any)
+	if status != http.StatusBadRequest || e == nil || e["code"] != float64(-32021) {
+		t.Errorf("want the backend's -32021 with HTTP 400, got HTTP %d %v", status, out)
+	}
+	// The same tool with the capability runs: kiln forwarded the client's
+	// capabilities, not its own.
+	_, out = post2026(t, url, "tools/call", tool("test_missing_capability", nil), all)
+	if res, _ := out["result"].(map[string]any); res == nil || res["isError"] == true {
+		t.Errorf("with sampling declared the tool should run: %v", out)
+	}
+
+	// A prompt's rounds pass through the same way.
+	_, out = post2026(t, url, "prompts/get", map[string]any{"name": "conf__test_input_required_result_prompt"}, all)
+	if res, _ := out["result"].(map[string]any); res["resultType"] != "input_required" {
+		t.Errorf("prompts/get: want the backend's input-required result, got %v", out)
+	}
 }

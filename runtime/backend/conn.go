@@ -48,6 +48,11 @@ type Options struct {
 	// 2026-07-28, for server requests not tied to a call (an elicitation
 	// a tool does not relate to its request goes there).
 	Listen bool
+	// Legacy negotiates the last revision before 2026-07-28 (the
+	// initialize handshake) even with a backend that speaks 2026-07-28: a
+	// backend sends requests in-band during a call only on such a session,
+	// and kiln needs one for callers of that era.
+	Legacy bool
 }
 
 // Conn is a live, initialized session with one backend. It is safe for
@@ -93,7 +98,7 @@ type Conn struct {
 // checks a modern HTTP session with one request and, on that refusal,
 // connects again with the initialize handshake.
 func Dial(ctx context.Context, cfg *config.Backend, opts Options) (*Conn, error) {
-	c, err := dialOnce(ctx, cfg, opts, false)
+	c, err := dialOnce(ctx, cfg, opts, opts.Legacy)
 	if err != nil || c.protocol < statelessProtocol || cfg.Transport == config.TransportStdio {
 		return c, err
 	}
@@ -194,6 +199,10 @@ func (c *Conn) Name() string { return c.name }
 // ProtocolVersion is the MCP version negotiated with the backend.
 func (c *Conn) ProtocolVersion() string { return c.protocol }
 
+// Stateless reports whether the session negotiated 2026-07-28 or later,
+// where the backend asks the client only through input-required results.
+func (c *Conn) Stateless() bool { return c.protocol >= statelessProtocol }
+
 // StderrTail returns the last n non-empty lines the backend wrote to stderr
 // (stdio backends only).
 func (c *Conn) StderrTail(n int) string { return c.stderr.tail(n) }
@@ -232,6 +241,11 @@ type CallOptions struct {
 func (c *Conn) CallTool(ctx context.Context, tool string, args json.RawMessage, opts CallOptions) (*toolcall.Result, error) {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
+	}
+	if c.Stateless() {
+		if r := takeRound(ctx); r != nil {
+			return c.callRound(ctx, tool, args, opts, r)
+		}
 	}
 	if c.rawPath() {
 		return c.callRaw(ctx, tool, args, opts)

@@ -99,6 +99,11 @@ func (c *Conn) ReadResource(ctx context.Context, uri string) (json.RawMessage, e
 
 // GetPrompt renders one prompt with args and returns the result as sent.
 func (c *Conn) GetPrompt(ctx context.Context, name string, args map[string]string) (json.RawMessage, error) {
+	if c.Stateless() {
+		if r := takeRound(ctx); r != nil {
+			return c.sendRound(ctx, mcp.MethodPromptsGet, fmt.Sprintf("get prompt %q", name), map[string]any{"name": name, "arguments": args}, nil, r)
+		}
+	}
 	ctx, capture := withCapture(ctx, string(mcp.MethodPromptsGet))
 	res, err := c.client.GetPrompt(ctx, mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: name, Arguments: args}})
 	if err != nil {

@@ -47,9 +47,15 @@ func withClient(ctx context.Context) context.Context {
 // roots/list_changed) goes to the only connected client session, if there
 // is exactly one.
 func (d *Dispatcher) clientRequest(ctx context.Context, name, method string, params json.RawMessage) (json.RawMessage, error) {
+	return d.clientRequestOn(ctx, name, name, method, params)
+}
+
+// clientRequestOn is clientRequest for a request that came on the backend
+// session key names (see callNotification).
+func (d *Dispatcher) clientRequestOn(ctx context.Context, name, key, method string, params json.RawMessage) (json.RawMessage, error) {
 	d.obs.mu.Lock()
 	sessions := map[string]ClientSession{}
-	for _, obs := range d.obs.byBackend[name] {
+	for _, obs := range d.obs.byBackend[key] {
 		if obs.Client != nil {
 			sessions[obs.Client.SessionID()] = obs.Client
 		}

@@ -79,3 +79,40 @@ func TestClientRequestRouting(t *testing.T) {
 		})
 	}
 }
+
+// A call takes a backend's shared session only while no other client
+// session has a call in flight there; a question on a client session's
+// own backend session goes to that session even while others' calls run.
+func TestSessionOwnership(t *testing.T) {
+	d := newDispatcher(t)
+	ada, bob := &session{id: "ada"}, &session{id: "bob"}
+	alone := func(s *session) (func(), bool) {
+		_, done, ok := d.obs.trackAlone(WithObserver(t.Context(), &Observer{Client: s}), "b", s.id)
+		return done, ok
+	}
+	doneAda, ok := alone(ada)
+	if !ok {
+		t.Fatal("ada alone on the shared session: want it taken")
+	}
+	if done, ok := alone(ada); !ok {
+		t.Error("a second call from ada: want the shared session too")
+	} else {
+		done()
+	}
+	if _, ok := alone(bob); ok {
+		t.Error("bob while ada's call is in flight: want bob sent to a session of his own")
+	}
+	// Bob's call on his own session, tracked under his key, is answered
+	// by bob alone although ada's call is still on the shared one.
+	inFlight(t, d, sessionKey("b", "bob"), bob)
+	got, err := d.clientRequestOn(t.Context(), "b", sessionKey("b", "bob"), "elicitation/create", json.RawMessage(`{}`))
+	if err != nil || !strings.Contains(string(got), "bob") {
+		t.Errorf("question on bob's own session: got %s, %v; want bob's answer", got, err)
+	}
+	doneAda()
+	if done, ok := alone(bob); !ok {
+		t.Error("bob after ada's call ended: want the shared session")
+	} else {
+		done()
+	}
+}

@@ -200,12 +200,15 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 	}
 	defer release()
 
-	callOpts, done := d.obs.track(ctx, backendName)
-	defer done()
 	// Time spent waiting for a starting backend counts against the call's
 	// own timeout: the caller was promised one bound, not two.
 	cctx, cancel := context.WithDeadline(withClient(ctx), deadline)
 	defer cancel()
+	conn, callOpts, done, err := d.trackCall(cctx, s, conn)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	res, err := conn.CallTool(cctx, tool, args, callOpts)
 	d.noteLogin(s, tool, err)
 	var login interface{ NeedsLogin() string }

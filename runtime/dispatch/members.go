@@ -128,13 +128,22 @@ func (d *Dispatcher) Reload(cfg *config.Config) []string {
 func (d *Dispatcher) EndSession(id string) {
 	d.mu.Lock()
 	var conns []*backend.Conn
+	var sups []*supervisor
 	for _, s := range d.slots {
 		if s.conn != nil {
 			conns = append(conns, s.conn)
 		}
+		sups = append(sups, s)
 	}
 	d.mu.Unlock()
 	for _, c := range conns {
 		c.EndSession(id)
+	}
+	if id == "" {
+		return
+	}
+	// The backend sessions kiln opened for this client session alone.
+	for _, s := range sups {
+		s.closeSessions(id)
 	}
 }

@@ -48,6 +48,29 @@ func (o *observers) track(ctx context.Context, backend string) (opts backendpkg.
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.trackLocked(obs, backend)
+}
+
+// trackAlone is track for a call from client session sid, unless a call
+// from another client session is in flight on backend: then it registers
+// nothing and reports false.
+func (o *observers) trackAlone(ctx context.Context, backend, sid string) (opts backendpkg.CallOptions, done func(), ok bool) {
+	obs, _ := ctx.Value(observerKey{}).(*Observer)
+	if obs == nil {
+		return opts, func() {}, true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, other := range o.byBackend[backend] {
+		if other.Client != nil && other.Client.SessionID() != sid {
+			return opts, nil, false
+		}
+	}
+	opts, done = o.trackLocked(obs, backend)
+	return opts, done, true
+}
+
+func (o *observers) trackLocked(obs *Observer, backend string) (opts backendpkg.CallOptions, done func()) {
 	o.next++
 	tok := "kiln-" + strconv.FormatInt(o.next, 10)
 	if o.byBackend == nil {
@@ -68,8 +91,28 @@ func (o *observers) track(ctx context.Context, backend string) (opts backendpkg.
 	}
 }
 
-// notification handles one notification from a backend.
+// notification handles one notification from a backend's shared session.
 func (d *Dispatcher) notification(backend, method string, params json.RawMessage) {
+	switch method {
+	case "notifications/progress", "notifications/message":
+		d.callNotification(backend, backend, method, params)
+	case "notifications/resources/updated":
+		if d.opts.OnResourceUpdated != nil {
+			d.opts.OnResourceUpdated(backend, params)
+		}
+	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+		kind := method[len("notifications/") : len(method)-len("/list_changed")]
+		d.log.Info("backend list changed", "backend", backend, "kind", kind)
+		if d.opts.OnListChanged != nil {
+			go d.opts.OnListChanged(backend, kind)
+		}
+	}
+}
+
+// callNotification routes a notification about calls (progress, log
+// messages) to the calls tracked under key: the backend's name for its
+// shared session, sessionKey for a client session's own.
+func (d *Dispatcher) callNotification(backend, key, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/progress":
 		var p struct {
@@ -85,7 +128,7 @@ func (d *Dispatcher) notification(backend, method string, params json.RawMessage
 		d.obs.mu.Lock()
 		// Looked up under the sending backend: one backend cannot feed
 		// progress into another's calls by guessing tokens.
-		obs := d.obs.byBackend[backend][tok]
+		obs := d.obs.byBackend[key][tok]
 		d.obs.mu.Unlock()
 		if obs != nil && obs.Progress != nil {
 			obs.Progress(p.Progress, p.Total, p.Message)
@@ -98,7 +141,7 @@ func (d *Dispatcher) notification(backend, method string, params json.RawMessage
 		// (possibly other clients') it could belong to any of them.
 		d.obs.mu.Lock()
 		var target *Observer
-		if calls := d.obs.byBackend[backend]; len(calls) == 1 {
+		if calls := d.obs.byBackend[key]; len(calls) == 1 {
 			for _, obs := range calls {
 				target = obs
 			}
@@ -108,16 +151,6 @@ func (d *Dispatcher) notification(backend, method string, params json.RawMessage
 			target.Log(params)
 		} else if d.opts.OnLog != nil {
 			d.opts.OnLog(backend, params)
-		}
-	case "notifications/resources/updated":
-		if d.opts.OnResourceUpdated != nil {
-			d.opts.OnResourceUpdated(backend, params)
-		}
-	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
-		kind := method[len("notifications/") : len(method)-len("/list_changed")]
-		d.log.Info("backend list changed", "backend", backend, "kind", kind)
-		if d.opts.OnListChanged != nil {
-			go d.opts.OnListChanged(backend, kind)
 		}
 	}
 }

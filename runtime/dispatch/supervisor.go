@@ -72,6 +72,9 @@ type supervisor struct {
 	changed chan struct{}
 	cancel  context.CancelFunc
 	exited  chan struct{} // closed when the supervising goroutine returns
+	// sessions are client sessions' own sessions with the backend, by
+	// client session ID (session.go).
+	sessions map[string]*sessionConn
 }
 
 // host is what a supervisor asks of the dispatcher that runs it;
@@ -143,6 +146,7 @@ func (s *supervisor) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
 func (s *supervisor) run(ctx context.Context) {
 	defer close(s.exited)
 	defer s.markReady()
+	defer s.closeSessions("")
 	log := s.log.With("backend", s.cfg.Name)
 	firstRetry, maxRetry := s.host.retryBounds()
 	wait := firstRetry
@@ -160,6 +164,7 @@ func (s *supervisor) run(ctx context.Context) {
 			up := time.Now()
 			err = s.serve(ctx, conn, log)
 			conn.Close()
+			s.closeSessions("")
 			if ctx.Err() != nil {
 				s.set(StateStopped, nil)
 				return

@@ -41,6 +41,18 @@ func (s *Server) newCallClient(ctx context.Context, ex *exchange) *callClient {
 // SessionID tells one client session from another.
 func (c *callClient) SessionID() string { return c.id }
 
+// InBand reports whether the client takes sampling or elicitation requests
+// in the middle of a call: a session before 2026-07-28 that declared
+// either. The dispatcher gives such a client's calls a backend session of
+// its era where the shared one cannot carry its questions.
+func (c *callClient) InBand() bool {
+	if c.ex != nil || modern(c.call) || server.ClientSessionFromContext(c.call) == nil {
+		return false
+	}
+	caps := c.capabilities()
+	return caps.Sampling != nil || caps.Elicitation != nil
+}
+
 // ClientRequest asks the client that made the call. A client that did not
 // declare the capability is never asked: the backend gets an error at once.
 func (c *callClient) ClientRequest(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {

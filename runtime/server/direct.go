@@ -217,13 +217,26 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 			ctx, end = t.StartDirect(ctx, name, metaString(req, "traceparent"), metaString(req, "tracestate"))
 			defer func() { end(res == nil || res.IsError) }()
 		}
+		call := func(ctx context.Context, args json.RawMessage) *toolcall.Result {
+			return s.opts.Chain.Call(ctx, name, backend, tool, args)
+		}
+		round := newRound(ctx, req)
+		if round != nil {
+			ctx = withRound(ctx, round)
+			if st := req.Params.RequestState; st != "" && s.exchanges.get(st) == nil {
+				// Not kiln's state: the backend's own, from a round it
+				// asked (round.go).
+				return roundResult(ctx, round, call(s.observe(ctx, req), req.Params.RawArguments))
+			}
+		}
 		// serveCall carries progress, logs and the backend's questions to
 		// this client, as for call_tool_chain (2026-07-28 rounds included).
-		out, ask := s.serveCall(ctx, req, req.Params.RawArguments, func(ctx context.Context, args json.RawMessage) *toolcall.Result {
-			return s.opts.Chain.Call(ctx, name, backend, tool, args)
-		}, true)
+		out, ask := s.serveCall(ctx, req, req.Params.RawArguments, call, true)
 		if ask != nil {
 			return ask, nil
+		}
+		if round != nil {
+			return roundResult(ctx, round, out)
 		}
 		return toMCP(out)
 	}

@@ -305,6 +305,7 @@ func checkedHTTP(h http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		w, r = relaying(w, r, body)
 		h.ServeHTTP(w, r)
 	})
 }

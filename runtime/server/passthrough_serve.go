@@ -82,9 +82,20 @@ func (p *passthru) prompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	if !ok || p.s.opts.Passthrough == nil {
 		return nil, fmt.Errorf("prompt %q not found; prompts/list shows the prompts kiln serves", req.Params.Name)
 	}
+	// A 2026-07-28 client's rounds pass through as for tools (round.go).
+	round := roundOf(ctx, req.Params.MultiRoundTripParams)
+	if round != nil {
+		ctx = withRound(ctx, round)
+	}
 	raw, err := p.s.opts.Passthrough.GetPrompt(ctx, ref.backend, ref.name, req.Params.Arguments)
 	if err != nil {
+		if round != nil && round.Err != nil {
+			relayError(ctx, round.Err)
+		}
 		return nil, p.backendErr(err)
+	}
+	if round != nil && round.InputRequired != nil {
+		return mcp.ParseGetPromptResult(&raw)
 	}
 	var res struct {
 		Description string          `json:"description"`

@@ -1,6 +1,6 @@
 # Sourced by run.sh: the direct-mode comparison. Uses run.sh's $here,
-# $repo, $out, $node, $suite, $revisions, start_kiln, stop_kiln, and
-# appends to failed.
+# $repo, $out, $node, $suite, $revisions, $server_bin (built by run.sh),
+# start_kiln, stop_kiln, and appends to failed.
 
 # free_port prints a loopback port nothing listens on.
 free_port() {
@@ -42,22 +42,23 @@ mcp_post() {
 		${sid:+-H "Mcp-Session-Id: $sid"} "$@"
 }
 
-# wait_tools waits until kiln lists the backend's fixture tools: the
-# backend is not compiled in, so kiln serves its tools once it connects.
-wait_tools() {
-	local dir=$1 hdr=$dir/probe.headers sid=
+# wait_listed waits until kiln's answer to METHOD (tools/list,
+# resources/list) names WHAT: the backend is not compiled in, so kiln
+# serves its fixtures once it connects.
+wait_listed() {
+	local dir=$1 method=$2 what=$3 hdr=$dir/probe.headers sid=
 	mcp_post -D "$hdr" -o /dev/null \
 		-d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"run.sh","version":"1"}}}'
 	sid=$(grep -i '^mcp-session-id:' "$hdr" | cut -d' ' -f2 | tr -d '\r')
 	mcp_post -o /dev/null -d '{"jsonrpc":"2.0","method":"notifications/initialized"}'
 	for _ in $(seq 300); do
-		if mcp_post -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' | grep -q test_simple_text; then
+		if mcp_post -d '{"jsonrpc":"2.0","id":2,"method":"'"$method"'"}' | grep -qF "$what"; then
 			curl -s --max-time 5 -X DELETE "$url" -H "Mcp-Session-Id: $sid" -o /dev/null || true
 			return 0
 		fi
 		sleep 0.1
 	done
-	echo "conformance: kiln never listed the everything-server's tools; its log:" >&2
+	echo "conformance: kiln's $method never named $what; its log:" >&2
 	cat "$dir/kiln.log" >&2
 	return 1
 }
@@ -65,12 +66,6 @@ wait_tools() {
 # compare_direct runs the suite against the server directly and through
 # kiln for each revision and compares the two.
 compare_direct() {
-	server_bin=$out/everything-server
-	echo "== building the go-sdk conformance everything-server"
-	if ! "$here/build-gosdk.sh" everything-server "$server_bin"; then
-		failed+=("direct-build")
-		return 1
-	fi
 	local rev dir rc
 	for rev in "${revisions[@]}"; do
 		dir=$out/direct-$rev
@@ -82,7 +77,7 @@ compare_direct() {
 		stop_server
 
 		KILN_CONFORMANCE_SERVER=$server_bin start_kiln "$dir/kiln" "$here/direct.yaml" || { failed+=("direct-$rev"); continue; }
-		if ! wait_tools "$dir/kiln"; then
+		if ! wait_listed "$dir/kiln" tools/list test_simple_text; then
 			stop_kiln
 			failed+=("direct-$rev")
 			continue

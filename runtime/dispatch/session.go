@@ -1,0 +1,241 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/config"
+)
+
+// A backend keeps one shared session, negotiated at the newest revision it
+// speaks. Two kinds of caller cannot be served well on it, and get a
+// backend session of their own (one per client session, opened at its
+// first such call and closed when the client session ends or after
+// sessionIdle):
+//
+//   - a client before 2026-07-28 that can answer sampling or elicitation,
+//     calling a backend whose shared session is on 2026-07-28: a backend
+//     sends those requests in-band during a call only on a session of that
+//     client's era (the go-sdk's everything-server refuses to sample on a
+//     2026-07-28 session), so the call goes over a session negotiated at
+//     the client's revision;
+//   - such a client calling a stdio or SSE backend of the older era while
+//     another client session has a call in flight on the shared session:
+//     those transports do not say which call a request belongs to, so on a
+//     shared session kiln would have to refuse the second asker; on its
+//     own session every request is that client's.
+//
+// The cost is a second backend process (stdio) or connection per such
+// client session, paid only by clients that can be asked something.
+
+// sessionIdle closes a per-client-session backend session nobody called
+// for this long; client sessions are not always ended explicitly.
+const sessionIdle = 5 * time.Minute
+
+// inBand is implemented by ClientSession values whose client takes
+// requests in the middle of a call (a session before 2026-07-28 that
+// declared sampling or elicitation).
+type inBand interface{ InBand() bool }
+
+// sessionConn is one client session's own session with a backend.
+type sessionConn struct {
+	ready chan struct{} // closed when the dial ended
+	conn  *backend.Conn
+	err   error
+	calls int
+	idle  *time.Timer
+}
+
+// sessionKey names the calls on a client session's own backend session in
+// the observers, apart from the calls on the shared one.
+func sessionKey(backend, session string) string { return backend + "\x00" + session }
+
+// track registers the call on the shared session or, when it needs one,
+// on a backend session of its client's own, which it returns (nil: the
+// shared one). done ends the call's tracking.
+func (d *Dispatcher) trackCall(ctx context.Context, s *supervisor, shared *backend.Conn) (*backend.Conn, backend.CallOptions, func(), error) {
+	name := s.cfg.Name
+	obs := ObserverFrom(ctx)
+	var client ClientSession
+	if obs != nil {
+		client = obs.Client
+	}
+	ib, _ := client.(inBand)
+	if ib == nil || !ib.InBand() {
+		opts, done := d.obs.track(ctx, name)
+		return shared, opts, done, nil
+	}
+	if s.cfg.Transport == config.TransportWorkspace {
+		// Served inside kiln: it never asks the client anything, and a
+		// second instance would split its per-session state.
+		opts, done := d.obs.track(ctx, name)
+		return shared, opts, done, nil
+	}
+	sid := client.SessionID()
+	own := shared.Stateless()
+	if !own && (s.cfg.Transport == config.TransportStdio || s.cfg.Transport == config.TransportSSE) {
+		// Shared unless another session's call is in flight there,
+		// decided and registered under one lock so two callers cannot
+		// both take the shared session.
+		opts, done, ok := d.obs.trackAlone(ctx, name, sid)
+		if ok {
+			return shared, opts, done, nil
+		}
+		own = true
+	}
+	if !own {
+		opts, done := d.obs.track(ctx, name)
+		return shared, opts, done, nil
+	}
+	conn, release, err := d.sessionConn(ctx, s, sid)
+	if err != nil {
+		return nil, backend.CallOptions{}, nil, err
+	}
+	opts, done := d.obs.track(ctx, sessionKey(name, sid))
+	return conn, opts, func() { done(); release() }, nil
+}
+
+// sessionConn returns client session sid's own session with the slot's
+// backend, dialing it on first use; release marks the call over.
+func (d *Dispatcher) sessionConn(ctx context.Context, s *supervisor, sid string) (*backend.Conn, func(), error) {
+	name := s.cfg.Name
+	d.mu.Lock()
+	if s.sessions == nil {
+		s.sessions = map[string]*sessionConn{}
+	}
+	sc := s.sessions[sid]
+	dial := sc == nil
+	if dial {
+		sc = &sessionConn{ready: make(chan struct{})}
+		s.sessions[sid] = sc
+	}
+	sc.calls++
+	cfg, connectTimeout := s.cfg, d.cfg.Gateway.ConnectTimeout
+	var guard *backend.Guard
+	if s.dynamic {
+		// A registration's connections are checked like its shared one's.
+		guard = &backend.Guard{Allow: d.cfg.Gateway.Registration.AllowHosts, Self: d.opts.Self}
+	}
+	d.mu.Unlock()
+	release := func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		sc.calls--
+		if sc.calls == 0 && sc.conn != nil {
+			if sc.idle == nil {
+				sc.idle = time.AfterFunc(sessionIdle, func() { d.dropSession(s, sid, sc) })
+			} else {
+				sc.idle.Reset(sessionIdle)
+			}
+		}
+	}
+	if dial {
+		key := sessionKey(name, sid)
+		var hc *http.Client
+		var err error
+		if d.opts.HTTPClient != nil && cfg.Transport != config.TransportStdio {
+			hc, err = d.opts.HTTPClient(&cfg) // the backend's OAuth client, as for its shared session
+		}
+		var conn *backend.Conn
+		if err == nil {
+			conn, err = backend.DialTimeout(context.WithoutCancel(ctx), &cfg, connectTimeout, backend.Options{
+				ClientVersion: d.opts.Version,
+				Guard:         guard,
+				HTTPClient:    hc,
+				Legacy:        true,
+				OnNotification: func(method string, params json.RawMessage) {
+					d.callNotification(name, key, method, params)
+				},
+				OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+					return d.clientRequestOn(ctx, name, key, method, params)
+				},
+			})
+		}
+		d.mu.Lock()
+		sc.conn, sc.err = conn, err
+		if err != nil {
+			delete(s.sessions, sid)
+		}
+		d.mu.Unlock()
+		close(sc.ready)
+		if err == nil {
+			d.log.Info("backend session opened for a client session", "backend", name, "protocol", conn.ProtocolVersion())
+			go func() {
+				<-conn.Done()
+				d.dropSession(s, sid, sc)
+			}()
+		}
+	}
+	select {
+	case <-sc.ready:
+	case <-ctx.Done():
+		release()
+		return nil, nil, &Error{Code: CodeCanceled, Backend: name, Err: ctx.Err(),
+			Message: fmt.Sprintf("the call to %s was canceled while kiln opened a session with it for this client", name)}
+	}
+	if sc.err != nil {
+		release()
+		return nil, nil, &Error{Code: CodeUnavailable, Backend: name, Err: sc.err,
+			Message: fmt.Sprintf("kiln could not open a session with backend %q for this client session (needed so the backend can ask this client for sampling or elicitation during the call): %v\nRead kiln://backend/%s for the backend's state.", name, sc.err, name)}
+	}
+	return sc.conn, release, nil
+}
+
+// dropSession closes sc if it is still sid's session with the slot's
+// backend and no call is using it.
+func (d *Dispatcher) dropSession(s *supervisor, sid string, sc *sessionConn) {
+	d.mu.Lock()
+	if s.sessions[sid] != sc || (sc.calls > 0 && !closed(sc.conn)) {
+		d.mu.Unlock()
+		return
+	}
+	delete(s.sessions, sid)
+	d.mu.Unlock()
+	if sc.idle != nil {
+		sc.idle.Stop()
+	}
+	if sc.conn != nil {
+		sc.conn.Close()
+	}
+}
+
+func closed(c *backend.Conn) bool {
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// closeSessions closes the slot's per-client-session backend sessions:
+// all of them (sid ""), or client session sid's.
+func (s *supervisor) closeSessions(sid string) {
+	s.mu.Lock()
+	var conns []*backend.Conn
+	for id, sc := range s.sessions {
+		if sid != "" && id != sid {
+			continue
+		}
+		select {
+		case <-sc.ready:
+		default:
+			continue // still dialing: its idle timer closes it
+		}
+		delete(s.sessions, id)
+		if sc.idle != nil {
+			sc.idle.Stop()
+		}
+		if sc.conn != nil {
+			conns = append(conns, sc.conn)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}

@@ -1,0 +1,133 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// A backend's JSON-RPC error answer to a passed-through round (round.go)
+// belongs to the client as sent: -32021 "missing required client
+// capability" with its data, which a 2026-07-28 client acts on and whose
+// HTTP status is 400. mcp-go v1.2.1 answers every tool handler error with
+// -32603 and status 200, so over HTTP kiln puts a slot in the request's
+// context, the handler fills it, and the response writer answers with the
+// backend's error instead of the SDK's. Over stdio the client gets -32603
+// with the backend's code and message in the text.
+
+type relayKey struct{}
+
+// relayed is one HTTP request's slot for a backend error to relay.
+type relayed struct {
+	mu  sync.Mutex
+	err *mcp.JSONRPCErrorDetails
+}
+
+func (r *relayed) set(e *mcp.JSONRPCErrorDetails) {
+	r.mu.Lock()
+	r.err = e
+	r.mu.Unlock()
+}
+
+func (r *relayed) get() *mcp.JSONRPCErrorDetails {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// relayError hands a backend's JSON-RPC error to the HTTP layer, when the
+// request came over HTTP.
+func relayError(ctx context.Context, e *mcp.JSONRPCErrorDetails) {
+	if r, _ := ctx.Value(relayKey{}).(*relayed); r != nil {
+		r.set(e)
+	}
+}
+
+// relaying wraps w for a POST whose request may pass a backend's error
+// through (tools/call, prompts/get); other requests go on untouched.
+func relaying(w http.ResponseWriter, r *http.Request, body []byte) (http.ResponseWriter, *http.Request) {
+	// Only 2026-07-28 requests pass rounds through; older ones skip the
+	// decode.
+	if r.Header.Get("MCP-Protocol-Version") < "2026-07-28" {
+		return w, r
+	}
+	if !bytes.Contains(body, []byte(`"tools/call"`)) && !bytes.Contains(body, []byte(`"prompts/get"`)) {
+		return w, r
+	}
+	var msg struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(body, &msg) != nil || len(msg.ID) == 0 {
+		return w, r
+	}
+	slot := &relayed{}
+	return &relayWriter{ResponseWriter: w, slot: slot, id: msg.ID}, r.WithContext(context.WithValue(r.Context(), relayKey{}, slot))
+}
+
+// relayWriter replaces the SDK's error response with the relayed one.
+type relayWriter struct {
+	http.ResponseWriter
+	slot    *relayed
+	id      json.RawMessage
+	wrote   bool
+	swallow bool
+}
+
+func (w *relayWriter) WriteHeader(status int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	e := w.slot.get()
+	if e == nil {
+		w.ResponseWriter.WriteHeader(status)
+		return
+	}
+	w.swallow = true
+	body, _ := json.Marshal(struct {
+		JSONRPC string                   `json:"jsonrpc"`
+		ID      json.RawMessage          `json:"id"`
+		Error   *mcp.JSONRPCErrorDetails `json:"error"`
+	}{mcp.JSONRPC_VERSION, w.id, e})
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", "application/json")
+	w.ResponseWriter.WriteHeader(relayStatus(e.Code))
+	_, _ = w.ResponseWriter.Write(append(body, '\n'))
+}
+
+func (w *relayWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.swallow {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush keeps streamed (SSE) responses streaming.
+func (w *relayWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.swallow {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *relayWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// relayStatus is the HTTP status 2026-07-28 gives a JSON-RPC error code.
+func relayStatus(code int) int {
+	switch code {
+	case mcp.METHOD_NOT_FOUND:
+		return http.StatusNotFound
+	case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		mcp.INVALID_REQUEST, mcp.INVALID_PARAMS, mcp.PARSE_ERROR:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
