@@ -304,8 +304,13 @@ func (d *Dispatcher) awaitTools(ctx context.Context, name, tool string) bool {
 	if d.opts.Refresh == nil {
 		return false
 	}
-	if _, _, _, wait, _ := d.connOrWait(name, tool); wait == nil {
-		return false // not starting: the registry already knows what it has
+	if _, _, _, wait, err := d.connOrWait(name, tool); wait == nil {
+		// Connected: the registry knows its tools, unless the backend
+		// is one it lists only once connected (not compiled in, a
+		// workspace) and OnConnect's refresh has not finished yet.
+		if _, known := d.reg.Backend(name); err != nil || known {
+			return false
+		}
 	}
 	_, _, lim, _, err := d.awaitConn(ctx, name, tool)
 	if err != nil {
