@@ -84,8 +84,9 @@ type bridging struct {
 	// introspection exactly as the sandbox would.
 	backends []bridge.Backend
 	// extraPreamble rebinds backends that changed since emit; "" when none
-	// did.
+	// did. extraBindings is what it binds, for the sandbox's error hints.
 	extraPreamble string
+	extraBindings []bridge.Binding
 }
 
 func (e *Engine) bridging() bridging {
@@ -96,6 +97,9 @@ func (e *Engine) bridging() bridging {
 	br := bridging{backends: v.Bridge, extraPreamble: v.Extra}
 	if v.Table != nil {
 		br.resolver = v.Table
+		if v.Extra != "" {
+			br.extraBindings = v.Table.Bindings()
+		}
 	}
 	return br
 }

@@ -44,7 +44,7 @@ func newEngine(t testing.TB) (*Engine, *recorder) {
 	}
 	backends := []bridge.Backend{{Name: "my-backend", Tools: tools}}
 	rec := &recorder{}
-	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Caller: rec})
+	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Bindings: bridge.Lookup(backends).Bindings(), Caller: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

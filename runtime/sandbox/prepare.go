@@ -54,6 +54,18 @@ func (s *Sandbox) refill() {
 }
 
 func (s *Sandbox) prepare() (*prepared, error) {
+	p, err := s.harden()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loadPreamble(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// harden returns a runtime that ran harden.js, without the preamble.
+func (s *Sandbox) harden() (*prepared, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(s.lim.MaxCallStack)
 	p := &prepared{rt: rt}
@@ -112,10 +124,23 @@ func (s *Sandbox) prepare() (*prepared, error) {
 	}
 	p.helpers = hv.ToObject(rt)
 	p.parse, _ = goja.AssertFunction(p.helpers.Get("parse"))
+	return p, nil
+}
+
+func (s *Sandbox) loadPreamble(p *prepared) error {
 	if s.preamble.prg != nil {
-		if _, err := rt.RunProgram(s.preamble.prg); err != nil {
-			return nil, fmt.Errorf("preamble: %w", err)
+		if _, err := p.rt.RunProgram(s.preamble.prg); err != nil {
+			return fmt.Errorf("preamble: %w", err)
 		}
 	}
-	return p, nil
+	return nil
+}
+
+// globalNames lists the own properties of a runtime's global object.
+func globalNames(rt *goja.Runtime) map[string]bool {
+	names := map[string]bool{}
+	for _, n := range rt.GlobalObject().GetOwnPropertyNames() {
+		names[n] = true
+	}
+	return names
 }
