@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // Markers around the README's config reference, which ReferenceMarkdown
@@ -315,11 +317,7 @@ func cell(s string) string {
 
 // quote is s as a JSON string, with < and > kept readable.
 func quote(s string) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
+	return string(jsontext.AppendString(nil, s, jsontext.ValidUTF8))
 }
 
 func jsonList(items []string) string {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/dop251/goja"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // prepared is a runtime that ran harden.js and the compiled preamble and
@@ -97,7 +99,7 @@ func (s *Sandbox) harden() (*prepared, error) {
 	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
 		"call":      func(fc goja.FunctionCall) goja.Value { return p.owner.nativeCall(fc) },
 		"log":       func(fc goja.FunctionCall) goja.Value { return p.owner.nativeLog(fc) },
-		"jsonDepth": func(fc goja.FunctionCall) goja.Value { return rt.ToValue(jsonDepth(fc.Argument(0).String())) },
+		"jsonDepth": func(fc goja.FunctionCall) goja.Value { return rt.ToValue(jsontext.Depth(fc.Argument(0).String(), 0)) },
 		"join": func(fc goja.FunctionCall) goja.Value {
 			return p.owner.join(fc.Argument(0).ToObject(rt), fc.Argument(1).ToInteger(), fc.Argument(2), int(fc.Argument(3).ToInteger()))
 		},
