@@ -61,8 +61,8 @@ record: peers
 emit: $(if $(SEMANTIC),llama)
 	$(if $(SEMANTIC),LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib) $(GO) run $(TAGS) ./cmd/kiln-gen emit --manifests manifests --out generated $(if $(SEMANTIC),--config $(CONFIG))
 
-## config-docs: runtime/config/schema/v1.json and README.md's config reference from
-## runtime/config/table.go (TestGeneratedDocs, run by make check and make test, fails when stale)
+## config-docs: runtime/config/schema/v1.json, README.md's config reference and its annotated
+## kiln.yaml (example.tmpl) from runtime/config/table.go (TestGeneratedDocs, run by make check and make test, fails when stale)
 config-docs:
 	$(GO) run ./runtime/config/internal/docgen
 

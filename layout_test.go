@@ -29,6 +29,14 @@ func TestImportRules(t *testing.T) {
 		"github.com/modelcontextprotocol/go-sdk":   {module + "/tests", module + "/runtime/oauth"},
 		"github.com/santhosh-tekuri/jsonschema/v6": {module + "/runtime/schema", module + "/runtime/config"},
 		"github.com/redis/go-redis":                {module + "/runtime/state"},
+		// The rooms of the operations signals, OAuth, resource routing,
+		// the config file and name suggestions.
+		"github.com/prometheus/client_golang": {module + "/runtime/telemetry"},
+		"go.opentelemetry.io/otel":            {module + "/runtime/telemetry", module + "/tests"},
+		"golang.org/x/oauth2":                 {module + "/runtime/oauth"},
+		"github.com/yosida95/uritemplate":     {module + "/runtime/route"},
+		"go.yaml.in/yaml":                     {module + "/runtime/config"},
+		"github.com/agnivade/levenshtein":     {module + "/runtime/registry"},
 	}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

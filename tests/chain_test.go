@@ -54,6 +54,10 @@ func TestCallToolChainTiers(t *testing.T) {
 					catch (e) { return "caught: " + e.message; }`, false, []string{"caught:"}},
 				{"tier 3 syntax error names the line", "const x = 1;\nconst y = ;\nreturn y;", true, []string{"line 2", "const y = ;"}},
 				{"misspelled backend gets a hint", `return await everythng.echo({message: "x"})`, true, []string{"everything"}},
+				// The worker's hints know the compiled backends' tools from
+				// the bridge table kiln serve sends it.
+				{"misspelled tool gets a hint", `const x = 1; return await everything.get_sun({a: x, b: 2})`, true, []string{"backend everything has no tool get_sun; did you mean get_sum"}},
+				{"tool called as a global gets a hint", `const x = 1; return await get_sum({a: x, b: 2})`, true, []string{"get_sum is a tool, not a global; call it on its backend: everything.get_sum({...})"}},
 			}
 			for _, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) {

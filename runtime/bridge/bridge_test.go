@@ -341,3 +341,19 @@ func TestUnbindRemovesOnlyTheNamedBackends(t *testing.T) {
 		t.Error("Unbind(nil) should be empty")
 	}
 }
+
+// TestBindings: the table lists each backend's bound identifier and its
+// tool properties, identifiers first, then the original names that differ.
+func TestBindings(t *testing.T) {
+	got := Lookup([]Backend{
+		{Name: "my-backend", Tools: []manifest.Tool{{Name: "get-data"}, {Name: "delete"}, {Name: "ok"}}},
+		{Name: "console", Tools: []manifest.Tool{{Name: "log"}}},
+	}).Bindings()
+	want := []Binding{
+		{Name: "console", Ident: "console_", Tools: []string{"log"}},
+		{Name: "my-backend", Ident: "my_backend", Tools: []string{"delete_", "get_data", "ok", "delete", "get-data"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Bindings (-want +got):\n%s", diff)
+	}
+}

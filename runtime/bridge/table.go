@@ -3,6 +3,7 @@ package bridge
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kilnmcp/kiln/runtime/manifest"
 )
@@ -19,6 +20,19 @@ type Table struct {
 	backends []*backendEntry // sorted by name
 	byIdent  map[string]*backendEntry
 	byName   map[string]*backendEntry
+	bindings func() []Binding
+}
+
+// Binding is one backend object as the preamble binds it on globalThis:
+// the names a script reaches it by and the tool properties it holds. The
+// sandbox's error hints read these instead of running the preamble.
+type Binding struct {
+	// Name is the backend's original name; Ident is the identifier bound.
+	Name  string `json:"name"`
+	Ident string `json:"ident"`
+	// Tools are the object's own properties: each tool's identifier, then
+	// the original names that differ from theirs.
+	Tools []string `json:"tools"`
 }
 
 type backendEntry struct {
@@ -65,7 +79,31 @@ func Lookup(backends []Backend) *Table {
 		t.byIdent[e.ident] = e
 		t.byName[e.name] = e
 	}
+	t.bindings = sync.OnceValue(t.computeBindings)
 	return t
+}
+
+// Bindings lists what the preamble binds, one entry per backend in the
+// order the preamble binds them. Besides Ident, the preamble binds Name
+// too when it differs and no host global holds it already. The slice is
+// shared: callers must not change it.
+func (t *Table) Bindings() []Binding { return t.bindings() }
+
+func (t *Table) computeBindings() []Binding {
+	out := make([]Binding, 0, len(t.backends))
+	for _, e := range t.backends {
+		b := Binding{Name: e.name, Ident: e.ident, Tools: make([]string, 0, len(e.tools))}
+		for _, tl := range e.tools {
+			b.Tools = append(b.Tools, e.toolIdent[tl.Name])
+		}
+		for _, tl := range e.tools {
+			if e.toolIdent[tl.Name] != tl.Name {
+				b.Tools = append(b.Tools, tl.Name)
+			}
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // Resolve maps `obj.tool` as written in a script to the backend and tool it

@@ -41,7 +41,7 @@ func newWorkerEngine(b *testing.B) (*Engine, *recorder) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	pool, err := sandbox.NewPool(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Caller: rec},
+	pool, err := sandbox.NewPool(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Bindings: bridge.Lookup(backends).Bindings(), Caller: rec},
 		sandbox.WorkerOptions{Command: func() *exec.Cmd { return exec.Command(self, "sandbox-worker") }})
 	if err != nil {
 		b.Fatal(err)

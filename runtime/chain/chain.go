@@ -21,7 +21,7 @@ type Tier int
 
 // The execution tiers, cheapest first.
 const (
-	TierDirect  Tier = 1 // JSON tool call
+	TierJSON    Tier = 1 // JSON tool call
 	TierLiteral Tier = 2 // one TypeScript call, parsed without an engine
 	TierSandbox Tier = 3 // full program in the goja sandbox
 )
@@ -84,8 +84,9 @@ type bridging struct {
 	// introspection exactly as the sandbox would.
 	backends []bridge.Backend
 	// extraPreamble rebinds backends that changed since emit; "" when none
-	// did.
+	// did. extraBindings is what it binds, for the sandbox's error hints.
 	extraPreamble string
+	extraBindings []bridge.Binding
 }
 
 func (e *Engine) bridging() bridging {
@@ -96,6 +97,9 @@ func (e *Engine) bridging() bridging {
 	br := bridging{backends: v.Bridge, extraPreamble: v.Extra}
 	if v.Table != nil {
 		br.resolver = v.Table
+		if v.Extra != "" {
+			br.extraBindings = v.Table.Bindings()
+		}
 	}
 	return br
 }
@@ -170,13 +174,13 @@ func (e *Engine) run(ctx context.Context, req Request) (*toolcall.Result, Tier) 
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	if call, ok, err := parseDirect(req.Code); ok {
+	if call, ok, err := parseJSONCall(req.Code); ok {
 		if err != nil {
-			return toolcall.Errorf("call_tool_chain: %v", err), TierDirect
+			return toolcall.Errorf("call_tool_chain: %v", err), TierJSON
 		}
-		tctx, end := e.enter(tctx, TierDirect)
+		tctx, end := e.enter(tctx, TierJSON)
 		defer end()
-		return e.callDirect(tctx, call), TierDirect
+		return e.callJSON(tctx, call), TierJSON
 	}
 	// One view of the bridge for the whole request, so a registration
 	// landing meanwhile cannot split tier 2 and tier 3.
@@ -197,7 +201,7 @@ func (e *Engine) enter(ctx context.Context, t Tier) (context.Context, func()) {
 	return e.opts.OnTier(ctx, t)
 }
 
-func (e *Engine) callDirect(ctx context.Context, call directCall) *toolcall.Result {
+func (e *Engine) callJSON(ctx context.Context, call jsonCall) *toolcall.Result {
 	backend, tool, err := e.resolve(call.Tool)
 	if err != nil {
 		return toolcall.Errorf("call_tool_chain: %v", err)

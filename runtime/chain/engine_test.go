@@ -44,7 +44,7 @@ func newEngine(t testing.TB) (*Engine, *recorder) {
 	}
 	backends := []bridge.Backend{{Name: "my-backend", Tools: tools}}
 	rec := &recorder{}
-	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Caller: rec})
+	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Bindings: bridge.Lookup(backends).Bindings(), Caller: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestTierSelection(t *testing.T) {
 		call       string // the one backend call expected, "" for none
 		text       string // substring of the result text
 	}{
-		{"json", `{"tool":"my-backend.web_search","arguments":{"query":"q"}}`, TierDirect, `my-backend.web_search {"query":"q"}`, ""},
+		{"json", `{"tool":"my-backend.web_search","arguments":{"query":"q"}}`, TierJSON, `my-backend.web_search {"query":"q"}`, ""},
 		{"const and return", `const r = await my_backend.web_search({query: 'q'}); return r;`, TierLiteral, `my-backend.web_search {"query":"q"}`, ""},
 		{"return await", `return await my_backend.web_search({"query": "q",})`, TierLiteral, `my-backend.web_search {"query":"q"}`, ""},
 		{"bare call", `my_backend.get_data()`, TierLiteral, `my-backend.get-data {}`, ""},

@@ -20,7 +20,7 @@ func TestLiteralMatchesSandbox(t *testing.T) {
 	}
 	table := bridge.Lookup(backends)
 	rec := &recorder{}
-	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Caller: rec})
+	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Bindings: bridge.Lookup(backends).Bindings(), Caller: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestIntrospectionMatchesSandbox(t *testing.T) {
 			{Name: "10", Description: "Ten.", InputSchema: json.RawMessage(`bad`)},
 		}},
 	}
-	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Caller: &recorder{}})
+	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Bindings: bridge.Lookup(backends).Bindings(), Caller: &recorder{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func FuzzLiteralMatchesSandbox(f *testing.F) {
 	}
 	table := bridge.Lookup(backends)
 	rec := &recorder{}
-	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Caller: rec})
+	sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Bindings: bridge.Lookup(backends).Bindings(), Caller: rec})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func BenchmarkTiersTelemetry(b *testing.B) {
 			e, rec := newEngine(b)
 			caller := tel.Caller(rec)
 			backends := e.opts.Catalog.View().Bridge
-			sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Caller: caller})
+			sb, err := sandbox.New(sandbox.Options{Preamble: string(bridge.Preamble(backends)), Bindings: bridge.Lookup(backends).Bindings(), Caller: caller})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -37,8 +37,9 @@
 // Every key is declared once, in keyTable (table.go): path, kind, default,
 // bounds, description, the transports that use it and what a reload does
 // with it. The key sets, suggestions, bounds and defaults the loader uses
-// are derived from it, and so are schema/v1.json and the README's config
-// reference (`make config-docs`, checked by TestGeneratedDocs).
+// are derived from it, and so are schema/v1.json, the README's config
+// reference and the defaults in its annotated kiln.yaml (example.tmpl;
+// `make config-docs`, checked by TestGeneratedDocs).
 //
 // Sandbox limits and output thresholds left out stay zero, which the
 // sandbox and the output pipeline read as "use the default": the sandbox

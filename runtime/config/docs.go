@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // Markers around the README's config reference, which ReferenceMarkdown
@@ -315,11 +317,7 @@ func cell(s string) string {
 
 // quote is s as a JSON string, with < and > kept readable.
 func quote(s string) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
+	return string(jsontext.AppendString(nil, s, jsontext.ValidUTF8))
 }
 
 func jsonList(items []string) string {
@@ -328,13 +326,30 @@ func jsonList(items []string) string {
 }
 
 // SpliceReference returns readme with the text between its reference
-// markers replaced by ReferenceMarkdown, or an error saying where the
-// markers should go.
+// markers replaced by ReferenceMarkdown and the text between its example
+// markers by ExampleYAML, or an error saying where the markers should go.
 func SpliceReference(readme []byte) ([]byte, error) {
-	s := string(readme)
-	i, j := strings.Index(s, ReferenceBegin), strings.Index(s, ReferenceEnd)
-	if i < 0 || j < i {
-		return nil, fmt.Errorf("no config reference markers; put the lines\n%s\n%s\nwhere the reference belongs", ReferenceBegin, ReferenceEnd)
+	example, err := ExampleYAML()
+	if err != nil {
+		return nil, err
 	}
-	return []byte(s[:i] + ReferenceMarkdown() + s[j+len(ReferenceEnd):]), nil
+	s, err := splice(string(readme), ExampleBegin, ExampleEnd, ExampleBegin+"\n\n```yaml\n"+example+"```\n\n"+ExampleEnd)
+	if err != nil {
+		return nil, err
+	}
+	s, err = splice(s, ReferenceBegin, ReferenceEnd, ReferenceMarkdown())
+	if err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
+}
+
+// splice replaces the markers begin and end and what stands between them
+// with text, which starts and ends with them.
+func splice(s, begin, end, text string) (string, error) {
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		return "", fmt.Errorf("no generated-section markers; put the lines\n%s\n%s\nwhere the section belongs", begin, end)
+	}
+	return s[:i] + text + s[j+len(end):], nil
 }

@@ -1,8 +1,3 @@
-// Package jsontext holds the byte-level JSON helpers that the output
-// pipeline, the scrubber and the sandbox share: quoting a string without
-// encoding/json's HTML escaping, and finding where a string or a run of
-// white space ends. None of them validates; a caller that needs valid JSON
-// checks it first.
 package jsontext
 
 import (
@@ -107,4 +102,30 @@ func SkipSpace(s string, i int) int {
 		}
 	}
 	return i
+}
+
+// Depth returns the deepest nesting of arrays and objects in s, skipping
+// strings; s need not be valid JSON. With stop above zero it returns as
+// soon as the nesting passes stop, so a hostile input costs no more than
+// its first stop+1 levels.
+func Depth(s string, stop int) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			end, _ := StringEnd(s, i)
+			i = end - 1
+		case '[', '{':
+			depth++
+			if depth > deepest {
+				deepest = depth
+				if stop > 0 && deepest > stop {
+					return deepest
+				}
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return deepest
 }

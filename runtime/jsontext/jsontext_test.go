@@ -116,3 +116,23 @@ func BenchmarkStringEnd(b *testing.B) {
 		}
 	}
 }
+
+func TestDepth(t *testing.T) {
+	for _, c := range []struct {
+		s          string
+		stop, want int
+	}{
+		{`1`, 0, 0},
+		{`{"a":[1,{"b":[]}]}`, 0, 4},
+		{`["[[[", "\"[[[", {}]`, 0, 2},
+		{`"unclosed [[[`, 0, 0},
+		{`]]][`, 0, 0},
+		{strings.Repeat("[", 100), 0, 100},
+		{strings.Repeat("[", 100), 10, 11},
+		{`[[]]`, 10, 2},
+	} {
+		if got := Depth(c.s, c.stop); got != c.want {
+			t.Errorf("Depth(%q, %d) = %d, want %d", c.s, c.stop, got, c.want)
+		}
+	}
+}

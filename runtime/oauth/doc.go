@@ -2,8 +2,9 @@
 // transport adds a bearer token, and on a 401 or 403 challenge discovers the
 // authorization server (RFC 9728 protected-resource metadata, RFC 8414 or
 // OpenID metadata), obtains a token (authorization code with PKCE, or
-// client credentials), and retries once. Tokens live in a store under
-// state_dir shared by every kiln process on the machine.
+// client credentials), and retries once. Tokens live in a TokenStore:
+// files under state_dir shared by every kiln process on the machine, or,
+// with gateway.state_url, runtime/state's Redis shared by a fleet.
 //
 // Lifecycle: NewManager → HTTPClient per backend (runtime/backend passes it
 // to the SDK transport) → Login, Status and Logout for the CLI. The

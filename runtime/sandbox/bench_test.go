@@ -40,6 +40,7 @@ func newBenchSandbox(b *testing.B) *Sandbox {
 	b.Logf("preamble: %d bytes", len(pre))
 	sb, err := New(Options{
 		Preamble: string(pre),
+		Bindings: bridge.Lookup(benchBackends()).Bindings(),
 		Caller: callerFunc(func(_ context.Context, _, _ string, args json.RawMessage) (*toolcall.Result, error) {
 			return &toolcall.Result{StructuredContent: args}, nil
 		}),
@@ -227,4 +228,55 @@ func BenchmarkCaps(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkBridgeNames is what the names error hints need costs: a new
+// sandbox (each worker start), a run whose extra preamble (backends
+// registered at run time) is new (the first run after each change), and a
+// run through a worker with the same extra preamble as the last (every run
+// while a registered backend is live).
+func BenchmarkBridgeNames(b *testing.B) {
+	pre, bindings := string(bridge.Preamble(benchBackends())), bridge.Lookup(benchBackends()).Bindings()
+	caller := callerFunc(func(_ context.Context, _, _ string, args json.RawMessage) (*toolcall.Result, error) {
+		return &toolcall.Result{StructuredContent: args}, nil
+	})
+	b.Run("new-sandbox", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := New(Options{Preamble: pre, Bindings: bindings, Caller: caller, Limits: Limits{WarmRuntimes: -1}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("new-extra", func(b *testing.B) {
+		sb, err := New(Options{Preamble: pre, Bindings: bindings, Caller: caller, Limits: Limits{WarmRuntimes: -1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			extra := pre + fmt.Sprintf("\n// %d", i)
+			if out, err := sb.Run(context.Background(), threeCallsJS, RunOptions{ExtraPreamble: extra, ExtraBindings: bindings}); err != nil || out.IsError {
+				b.Fatalf("%v %+v", err, out)
+			}
+		}
+	})
+	b.Run("worker-extra", func(b *testing.B) {
+		p, err := NewPool(Options{Preamble: pre, Bindings: bindings, Caller: caller}, WorkerOptions{Command: workerCommand})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		b.ReportAllocs()
+		var lat []time.Duration
+		for b.Loop() {
+			start := time.Now()
+			if out, err := p.Run(context.Background(), threeCallsJS, RunOptions{ExtraPreamble: pre, ExtraBindings: bindings}); err != nil || out.IsError {
+				b.Fatalf("%v %+v", err, out)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	})
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/dop251/goja/ast"
 	"github.com/dop251/goja/parser"
 	"github.com/evanw/esbuild/pkg/api"
+
+	"github.com/kilnmcp/kiln/runtime/bridge"
 )
 
 // userFile names the script in stack traces and source maps. Programs
@@ -226,15 +228,16 @@ var hardenOnce = sync.OnceValues(func() (*goja.Program, error) {
 
 func hardenProgram() (*goja.Program, error) { return hardenOnce() }
 
-// preamble is a compiled bridge preamble and the names it binds.
+// preamble is a compiled bridge preamble and what it binds, as the
+// bridge table lists it.
 type preamble struct {
-	prg   *goja.Program
-	names *bridgeNames
+	prg      *goja.Program
+	bindings []bridge.Binding
 }
 
-func compilePreamble(name, src string) (*preamble, error) {
+func compilePreamble(name, src string, bindings []bridge.Binding) (*preamble, error) {
 	if strings.TrimSpace(src) == "" {
-		return &preamble{names: &bridgeNames{}}, nil
+		return &preamble{}, nil
 	}
 	ast, err := goja.Parse(name, src, noFiles)
 	if err != nil {
@@ -244,21 +247,18 @@ func compilePreamble(name, src string) (*preamble, error) {
 	if err != nil {
 		return nil, err
 	}
-	names, err := analyzePreamble(prg)
-	if err != nil {
-		return nil, err
-	}
-	return &preamble{prg: prg, names: names}, nil
+	return &preamble{prg: prg, bindings: bindings}, nil
 }
 
-func (s *Sandbox) extraPreamble(src string) (*preamble, error) {
+func (s *Sandbox) extraPreamble(src string, bindings []bridge.Binding) (*preamble, error) {
 	if src == "" {
 		return nil, nil
 	}
 	if p, ok := s.extras.get(src); ok {
+		// The bindings follow from the text, which the cache is keyed by.
 		return p, nil
 	}
-	p, err := compilePreamble("dynamic-preamble.js", src)
+	p, err := compilePreamble("dynamic-preamble.js", src, bindings)
 	if err != nil {
 		return nil, err
 	}

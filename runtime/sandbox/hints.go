@@ -1,26 +1,20 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode"
 
-	"github.com/dop251/goja"
-
+	"github.com/kilnmcp/kiln/runtime/bridge"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
-// bridgeNames is what a preamble binds, read once by running it.
-type bridgeNames struct {
-	backends []bridgeBackend
-}
-
+// bridgeBackend is one backend object a script can reach, for error hints.
 type bridgeBackend struct {
-	Name     string   // original name ("" when the preamble exposes none)
+	Name     string   // original name
 	Bindings []string // global names bound to the object
 	Tools    []string // own property names of the object
 }
@@ -38,52 +32,19 @@ func (b bridgeBackend) ident() string {
 
 var identRe = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
-const analyzeJS = `(function (before) {
-  const seen = new Set(before);
-  const out = [];
-  const objs = new Map();
-  for (const g of Object.getOwnPropertyNames(globalThis)) {
-    if (seen.has(g) || g === "__interfaces" || g === "__getToolInterface") continue;
-    const o = globalThis[g];
-    if (o === null || typeof o !== "object") continue;
-    let e = objs.get(o);
-    if (!e) { e = {Name: "", Bindings: [], Tools: Object.getOwnPropertyNames(o)}; objs.set(o, e); out.push(e); }
-    e.Bindings.push(g);
-  }
-  let ifs = {};
-  try { ifs = globalThis.__interfaces || {}; } catch (e) {}
-  for (const n of Object.keys(ifs)) { const e = objs.get(globalThis[n]); if (e) e.Name = n; }
-  return JSON.stringify(out);
-})`
-
-// analyzePreamble runs a preamble in a scratch runtime and lists the
-// backend objects it binds, for error hints.
-func analyzePreamble(prg *goja.Program) (*bridgeNames, error) {
-	rt := goja.New()
-	if err := rt.Set("__kiln_call", func(goja.FunctionCall) goja.Value { return goja.Undefined() }); err != nil {
-		return nil, err
+// bound turns the bridge table's bindings into what a script sees: the
+// preamble binds a backend's original name too unless a global of the
+// hardened runtime (hostGlobals) already holds it.
+func (s *Sandbox) bound(bs []bridge.Binding) []bridgeBackend {
+	out := make([]bridgeBackend, 0, len(bs))
+	for _, b := range bs {
+		e := bridgeBackend{Name: b.Name, Bindings: []string{b.Ident}, Tools: b.Tools}
+		if b.Name != b.Ident && !s.hostGlobals[b.Name] {
+			e.Bindings = append(e.Bindings, b.Name)
+		}
+		out = append(out, e)
 	}
-	before, err := rt.RunString("Object.getOwnPropertyNames(globalThis)")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := rt.RunProgram(prg); err != nil {
-		return nil, err
-	}
-	fv, err := rt.RunString(analyzeJS)
-	if err != nil {
-		return nil, err
-	}
-	fn, _ := goja.AssertFunction(fv)
-	res, err := fn(goja.Undefined(), before)
-	if err != nil {
-		return nil, err
-	}
-	names := &bridgeNames{}
-	if err := json.Unmarshal([]byte(res.String()), &names.backends); err != nil {
-		return nil, err
-	}
-	return names, nil
+	return out
 }
 
 // metaTools are the gateway's own tools (and the names scripts reach
@@ -131,7 +92,7 @@ func (r *run) backends() []bridgeBackend {
 	var all []bridgeBackend
 	seen := map[string]bool{}
 	if r.extra != nil {
-		for _, b := range r.extra.names.backends {
+		for _, b := range r.sb.bound(r.extra.bindings) {
 			seen[b.Name] = true
 			all = append(all, b)
 		}
@@ -140,7 +101,7 @@ func (r *run) backends() []bridgeBackend {
 	if r.sb.opts.Backends != nil {
 		served = r.sb.opts.Backends()
 	}
-	for _, b := range r.sb.preamble.names.backends {
+	for _, b := range r.sb.bound(r.sb.preamble.bindings) {
 		if seen[b.Name] || (served != nil && b.Name != "" && !slices.Contains(served, b.Name)) {
 			continue
 		}

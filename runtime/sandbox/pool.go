@@ -109,7 +109,7 @@ func NewPool(opts Options, wo WorkerOptions) (*Pool, error) {
 		idle:  make(chan *worker, lim.MaxConcurrent),
 		all:   map[*worker]struct{}{},
 		wake:  make(chan struct{}),
-		init:  &workerInit{Preamble: opts.Preamble, Limits: lim, SoftLimit: true},
+		init:  &workerInit{Preamble: opts.Preamble, Bindings: opts.Bindings, Limits: lim, SoftLimit: true},
 	}
 	cg, cgErr := findCgroup()
 	switch {

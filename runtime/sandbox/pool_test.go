@@ -34,7 +34,7 @@ func newTestPool(t testing.TB, lim Limits, fn func(context.Context, string, stri
 	}
 	fc := &fakeCaller{fn: fn}
 	p, err := NewPool(Options{
-		Preamble: string(bridge.Preamble(testBackends)),
+		Preamble: string(bridge.Preamble(testBackends)), Bindings: bridge.Lookup(testBackends).Bindings(),
 		Caller:   fc,
 		Limits:   lim,
 		Backends: func() []string { return []string{"exa", "my-backend", "github", "slack"} },
@@ -295,8 +295,9 @@ func expectPoolValue(t *testing.T, p *Pool, code, want string) {
 // worker with the run, and only that run.
 func TestPoolDynamicPreamble(t *testing.T) {
 	pool, fc := newTestPool(t, Limits{}, nil)
-	extra := string(bridge.Preamble([]bridge.Backend{{Name: "manual", Tools: []manifest.Tool{{Name: "ping", InputSchema: json.RawMessage(`{}`)}}}}))
-	out, err := pool.Run(t.Context(), `return (await manual.ping({x: 1})).tool`, RunOptions{ExtraPreamble: extra})
+	manual := []bridge.Backend{{Name: "manual", Tools: []manifest.Tool{{Name: "ping", InputSchema: json.RawMessage(`{}`)}}}}
+	extra, bindings := string(bridge.Preamble(manual)), bridge.Lookup(manual).Bindings()
+	out, err := pool.Run(t.Context(), `return (await manual.ping({x: 1})).tool`, RunOptions{ExtraPreamble: extra, ExtraBindings: bindings})
 	if err != nil || out.IsError || string(out.Value) != `"manual.ping"` {
 		t.Fatalf("Run: %v %+v", err, out)
 	}
@@ -306,6 +307,12 @@ func TestPoolDynamicPreamble(t *testing.T) {
 	out, err = pool.Run(t.Context(), `return await manual.ping({})`, RunOptions{})
 	if err != nil || !errors.Is(out.Cause, ErrThrown) || !strings.Contains(out.Error, "manual is not defined") {
 		t.Fatalf("without the extra preamble: %v %+v", err, out)
+	}
+	// The extra preamble's bindings travel with it, so the worker's hints
+	// know the registered backend's tools.
+	out, err = pool.Run(t.Context(), `return await manual.pong({})`, RunOptions{ExtraPreamble: extra, ExtraBindings: bindings})
+	if want := "backend manual has no tool pong; did you mean ping?"; err != nil || !strings.Contains(out.Error, want) {
+		t.Fatalf("hint for a registered backend: %v %+v, want %q", err, out, want)
 	}
 }
 

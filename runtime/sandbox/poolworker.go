@@ -28,6 +28,10 @@ type worker struct {
 	killed atomic.Bool
 	// From the ready frame.
 	vsz, rlimit, data, rlimitData int64
+	// lastExtra is the extra preamble of the worker's last run, which its
+	// cache of compiled extra preambles holds with its bindings: the same
+	// text is sent again without them. Only the run holding w uses it.
+	lastExtra string
 }
 
 // startWorker starts a process, sends it the init frame and waits for
@@ -165,6 +169,10 @@ func (p *Pool) runOn(ctx context.Context, w *worker, code string, opts RunOption
 		names = p.opts.Backends()
 	}
 	run := &frame{T: frameRun, Run: &workerRun{Code: code, Extra: opts.ExtraPreamble, Timeout: timeout, Backends: names}}
+	if opts.ExtraPreamble != w.lastExtra {
+		run.Run.ExtraBindings = opts.ExtraBindings
+		w.lastExtra = opts.ExtraPreamble
+	}
 	if err := w.fw.write(run); err != nil {
 		return p.died(w, timeout, 0, 0), false
 	}

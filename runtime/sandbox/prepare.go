@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/dop251/goja"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // prepared is a runtime that ran harden.js and the compiled preamble and
@@ -54,6 +56,18 @@ func (s *Sandbox) refill() {
 }
 
 func (s *Sandbox) prepare() (*prepared, error) {
+	p, err := s.harden()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loadPreamble(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// harden returns a runtime that ran harden.js, without the preamble.
+func (s *Sandbox) harden() (*prepared, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(s.lim.MaxCallStack)
 	p := &prepared{rt: rt}
@@ -85,7 +99,7 @@ func (s *Sandbox) prepare() (*prepared, error) {
 	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
 		"call":      func(fc goja.FunctionCall) goja.Value { return p.owner.nativeCall(fc) },
 		"log":       func(fc goja.FunctionCall) goja.Value { return p.owner.nativeLog(fc) },
-		"jsonDepth": func(fc goja.FunctionCall) goja.Value { return rt.ToValue(jsonDepth(fc.Argument(0).String())) },
+		"jsonDepth": func(fc goja.FunctionCall) goja.Value { return rt.ToValue(jsontext.Depth(fc.Argument(0).String(), 0)) },
 		"join": func(fc goja.FunctionCall) goja.Value {
 			return p.owner.join(fc.Argument(0).ToObject(rt), fc.Argument(1).ToInteger(), fc.Argument(2), int(fc.Argument(3).ToInteger()))
 		},
@@ -112,10 +126,23 @@ func (s *Sandbox) prepare() (*prepared, error) {
 	}
 	p.helpers = hv.ToObject(rt)
 	p.parse, _ = goja.AssertFunction(p.helpers.Get("parse"))
+	return p, nil
+}
+
+func (s *Sandbox) loadPreamble(p *prepared) error {
 	if s.preamble.prg != nil {
-		if _, err := rt.RunProgram(s.preamble.prg); err != nil {
-			return nil, fmt.Errorf("preamble: %w", err)
+		if _, err := p.rt.RunProgram(s.preamble.prg); err != nil {
+			return fmt.Errorf("preamble: %w", err)
 		}
 	}
-	return p, nil
+	return nil
+}
+
+// globalNames lists the own properties of a runtime's global object.
+func globalNames(rt *goja.Runtime) map[string]bool {
+	names := map[string]bool{}
+	for _, n := range rt.GlobalObject().GetOwnPropertyNames() {
+		names[n] = true
+	}
+	return names
 }

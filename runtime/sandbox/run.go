@@ -14,6 +14,7 @@ import (
 	"github.com/dlclark/regexp2/v2"
 	"github.com/dop251/goja"
 
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 	"github.com/kilnmcp/kiln/runtime/textcut"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
@@ -300,7 +301,7 @@ func (r *run) toJS(res *toolcall.Result) (goja.Value, error) {
 	if !json.Valid(raw) {
 		return nil, errors.New("invalid JSON")
 	}
-	if d := jsonDepth(string(raw)); d > 1000 {
+	if d := jsontext.Depth(string(raw), 0); d > 1000 {
 		return nil, fmt.Errorf("JSON nested %d levels deep", d)
 	}
 	return r.parse(goja.Undefined(), r.rt.ToValue(string(raw)))
@@ -363,28 +364,4 @@ func (r *run) takeLogs() []string {
 		logs = append(logs, fmt.Sprintf("[console output truncated at %d bytes; %d more calls dropped]", r.sb.lim.MaxLogBytes, r.dropped))
 	}
 	return logs
-}
-
-// jsonDepth returns the bracket nesting of JSON text, skipping strings.
-func jsonDepth(s string) int {
-	depth, deepest, inString := 0, 0, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			depth++
-			deepest = max(deepest, depth)
-		case c == ']' || c == '}':
-			depth--
-		}
-	}
-	return deepest
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlclark/regexp2/v2"
 
+	"github.com/kilnmcp/kiln/runtime/bridge"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
@@ -114,8 +115,12 @@ func (l Limits) withDefaults() Limits {
 
 // Options configure a Sandbox.
 type Options struct {
-	// Preamble is the bridge preamble generated at emit time.
+	// Preamble is the bridge preamble generated at emit time, and Bindings
+	// what it binds (bridge.Lookup(backends).Bindings() of the backends it
+	// was built from): error hints name backends and tools from them
+	// without running the preamble. Without Bindings, hints name none.
 	Preamble string
+	Bindings []bridge.Binding
 	// Caller dispatches backend tool calls.
 	Caller toolcall.Caller
 	Limits Limits
@@ -135,8 +140,9 @@ type RunOptions struct {
 	Timeout time.Duration
 	// ExtraPreamble binds backends registered at run time (register_manual);
 	// it runs after the compiled preamble. Compiled programs are cached by
-	// content.
+	// content. ExtraBindings is what it binds, as Options.Bindings.
 	ExtraPreamble string
+	ExtraBindings []bridge.Binding
 }
 
 // Outcome is the result of one run.
@@ -167,10 +173,13 @@ type Sandbox struct {
 	lim      Limits
 	log      *slog.Logger
 	preamble *preamble
-	extras   *programCache[*preamble]
-	programs *programCache[*unit]
-	slots    chan struct{}
-	watch    *watchdog
+	// hostGlobals are the hardened runtime's globals before the preamble
+	// runs: the preamble never binds a backend's original name over one.
+	hostGlobals map[string]bool
+	extras      *programCache[*preamble]
+	programs    *programCache[*unit]
+	slots       chan struct{}
+	watch       *watchdog
 	// warm holds prepared runtimes; refilling counts preparations under way.
 	warm      chan *prepared
 	refilling atomic.Int32
@@ -191,7 +200,7 @@ func New(opts Options) (*Sandbox, error) {
 	// goja compiles patterns that RE2 cannot run with regexp2, which reads
 	// this variable when compiling; it has no per-pattern hook.
 	regexpOnce.Do(func() { regexp2.DefaultMatchTimeout = lim.RegexpTimeout })
-	pre, err := compilePreamble("preamble.js", opts.Preamble)
+	pre, err := compilePreamble("preamble.js", opts.Preamble, opts.Bindings)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: preamble: %w", err)
 	}
@@ -207,7 +216,11 @@ func New(opts Options) (*Sandbox, error) {
 		warm:     make(chan *prepared, lim.WarmRuntimes),
 	}
 	// A failure here (the preamble throws) should fail New, not every Run.
-	p, err := s.prepare()
+	p, err := s.harden()
+	if err == nil {
+		s.hostGlobals = globalNames(p.rt)
+		err = s.loadPreamble(p)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
@@ -244,7 +257,7 @@ func (s *Sandbox) Run(ctx context.Context, code string, opts RunOptions) (*Outco
 		fail.Duration = time.Since(start)
 		return fail, nil
 	}
-	extra, err := s.extraPreamble(opts.ExtraPreamble)
+	extra, err := s.extraPreamble(opts.ExtraPreamble, opts.ExtraBindings)
 	if err != nil {
 		return s.internal(start, "compile the dynamic preamble", err), nil
 	}

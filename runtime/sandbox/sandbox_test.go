@@ -114,7 +114,7 @@ func newTestSandbox(t testing.TB, lim Limits, fn func(context.Context, string, s
 	}
 	fc := &fakeCaller{fn: fn}
 	sb, err := New(Options{
-		Preamble: string(bridge.Preamble(testBackends)),
+		Preamble: string(bridge.Preamble(testBackends)), Bindings: bridge.Lookup(testBackends).Bindings(),
 		Caller:   fc,
 		Limits:   lim,
 		Backends: func() []string { return []string{"exa", "my-backend", "github", "slack"} },
@@ -441,7 +441,7 @@ func TestCancelReachesCaller(t *testing.T) {
 
 func ExampleSandbox_Run() {
 	sb, _ := New(Options{
-		Preamble: string(bridge.Preamble([]bridge.Backend{{Name: "exa", Tools: []manifest.Tool{{Name: "search", InputSchema: json.RawMessage(`{}`)}}}})),
+		Preamble: string(bridge.Preamble([]bridge.Backend{{Name: "exa", Tools: []manifest.Tool{{Name: "search", InputSchema: json.RawMessage(`{}`)}}}})), Bindings: bridge.Lookup([]bridge.Backend{{Name: "exa", Tools: []manifest.Tool{{Name: "search", InputSchema: json.RawMessage(`{}`)}}}}).Bindings(),
 		Caller: callerFunc(func(_ context.Context, b, tool string, args json.RawMessage) (*toolcall.Result, error) {
 			return toolcall.Text(`{"hits": 3}`), nil
 		}),
@@ -518,7 +518,7 @@ func TestHintListsEachBackendOnce(t *testing.T) {
 	// A full extra preamble rebinds every compiled backend, as the catalog
 	// sends once any backend drifted or registered at run time.
 	extra := string(bridge.Preamble(testBackends))
-	out, err := sb.Run(t.Context(), `return await zzqqxx.call({})`, RunOptions{ExtraPreamble: extra})
+	out, err := sb.Run(t.Context(), `return await zzqqxx.call({})`, RunOptions{ExtraPreamble: extra, ExtraBindings: bridge.Lookup(testBackends).Bindings()})
 	if err != nil || !out.IsError {
 		t.Fatalf("Run: %v %+v", err, out)
 	}

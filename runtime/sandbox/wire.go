@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kilnmcp/kiln/runtime/bridge"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -67,8 +68,9 @@ type frame struct {
 // workerInit configures a worker once: the compiled preamble and limits
 // are the same for every run it serves.
 type workerInit struct {
-	Preamble string `json:"preamble"`
-	Limits   Limits `json:"limits"`
+	Preamble string           `json:"preamble"`
+	Bindings []bridge.Binding `json:"bindings,omitempty"`
+	Limits   Limits           `json:"limits"`
 	// RlimitSlack, when positive, asks the worker to cap its address space
 	// at its prepared size plus Limits.Memory plus this slack; DataSlack
 	// likewise its data segment (RLIMIT_DATA).
@@ -81,10 +83,12 @@ type workerInit struct {
 }
 
 type workerRun struct {
-	Code     string        `json:"code"`
-	Extra    string        `json:"extra,omitempty"`
-	Timeout  time.Duration `json:"timeout"`
-	Backends []string      `json:"backends,omitempty"`
+	Code  string `json:"code"`
+	Extra string `json:"extra,omitempty"`
+	// ExtraBindings is what Extra binds (RunOptions.ExtraBindings).
+	ExtraBindings []bridge.Binding `json:"extraBindings,omitempty"`
+	Timeout       time.Duration    `json:"timeout"`
+	Backends      []string         `json:"backends,omitempty"`
 }
 
 // wireOutcome is an Outcome with its Cause reduced to a sentinel index

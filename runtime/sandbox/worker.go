@@ -40,7 +40,7 @@ func ServeWorker(in io.Reader, out io.Writer, errw io.Writer) int {
 	lim := f.Init.Limits
 	// One run at a time: the host owns queueing and concurrency.
 	lim.MaxConcurrent, lim.QueueWait, lim.WarmRuntimes = 1, time.Second, 1
-	sb, err := New(Options{Preamble: f.Init.Preamble, Caller: wh, Limits: lim, Logger: log, Backends: wh.backends})
+	sb, err := New(Options{Preamble: f.Init.Preamble, Bindings: f.Init.Bindings, Caller: wh, Limits: lim, Logger: log, Backends: wh.backends})
 	if err != nil {
 		_ = fw.write(&frame{T: frameReady, Err: err.Error()})
 		return 1
@@ -156,7 +156,7 @@ func (wh *workerHost) serve(sb *Sandbox, job workerJob) error {
 	r := job.run
 	names := r.Backends
 	wh.names.Store(&names)
-	out, err := sb.Run(job.ctx, r.Code, RunOptions{Timeout: r.Timeout, ExtraPreamble: r.Extra})
+	out, err := sb.Run(job.ctx, r.Code, RunOptions{Timeout: r.Timeout, ExtraPreamble: r.Extra, ExtraBindings: r.ExtraBindings})
 	if err != nil {
 		out = &Outcome{Value: nullJSON, IsError: true, Error: "the run was canceled by the client", Cause: fmt.Errorf("%w: %w", ErrCanceled, err)}
 		if errors.Is(err, ErrBusy) {

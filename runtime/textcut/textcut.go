@@ -1,7 +1,3 @@
-// Package textcut cuts strings to a byte budget without splitting a
-// character: Prefix cuts on a UTF-8 rune boundary, Before and After on an
-// approximate grapheme cluster boundary, so a flag or an accented letter
-// is kept or dropped whole.
 package textcut
 
 import "unicode/utf8"
@@ -19,4 +15,20 @@ func Prefix(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// Suffix returns the longest suffix of s of at most n bytes that does not
+// start inside a UTF-8 sequence.
+func Suffix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	start := len(s) - n
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[start:]
 }

@@ -72,6 +72,31 @@ func TestPrefix(t *testing.T) {
 	}
 }
 
+func TestSuffix(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"},
+		{"abc", 2, "bc"},
+		{"éa", 2, "a"},
+		{"日本", 4, "本"},
+		{"日本", 2, ""},
+		{"x👩", 3, ""},
+		{"ab", 0, ""},
+		{"ab", -1, ""},
+	} {
+		got := Suffix(c.s, c.n)
+		if got != c.want {
+			t.Errorf("Suffix(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+		if !strings.HasSuffix(c.s, got) || !utf8.ValidString(got) {
+			t.Errorf("Suffix(%q, %d) = %q is no whole suffix", c.s, c.n, got)
+		}
+	}
+}
+
 func BenchmarkCut(b *testing.B) {
 	s := strings.Repeat("日本語 e\u0301 👩\u200d👩\u200d👧 🇯🇵 ", 100)
 	b.ReportAllocs()

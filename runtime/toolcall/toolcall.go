@@ -1,6 +1,3 @@
-// Package toolcall holds the types every tool call crosses: the Caller that
-// generated Go stubs, the sandbox bridge and the meta-tools all dispatch
-// through, and the Result that carries a backend's answer back unchanged.
 package toolcall
 
 import (

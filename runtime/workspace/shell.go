@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kilnmcp/kiln/runtime/textcut"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -338,11 +339,12 @@ func (w *Workspace) shellList() string {
 	return strings.Join(ids, ", ")
 }
 
+// cut shortens s to n bytes and marks the cut, never inside a character.
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	return textcut.Prefix(s, n) + "…"
 }
 
 type sessionKey struct{}

@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/textcut"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -200,14 +200,7 @@ func capText(s string, limit int) string {
 	if limit <= 0 || len(s) <= limit {
 		return s
 	}
-	head := limit * 2 / 3
-	tail := limit - head
-	for head > 0 && !utf8.RuneStart(s[head]) {
-		head--
-	}
-	start := len(s) - tail
-	for start < len(s) && !utf8.RuneStart(s[start]) {
-		start++
-	}
-	return s[:head] + fmt.Sprintf("\n[… %d bytes cut to keep the output within max_output=%d …]\n", start-head, limit) + s[start:]
+	head := textcut.Prefix(s, limit*2/3)
+	tail := textcut.Suffix(s, limit-limit*2/3)
+	return head + fmt.Sprintf("\n[… %d bytes cut to keep the output within max_output=%d …]\n", len(s)-len(head)-len(tail), limit) + tail
 }

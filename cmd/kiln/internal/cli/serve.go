@@ -23,6 +23,7 @@ import (
 	"github.com/kilnmcp/kiln/generated"
 	genbridge "github.com/kilnmcp/kiln/generated/bridge"
 	"github.com/kilnmcp/kiln/generated/searchindex"
+	"github.com/kilnmcp/kiln/runtime/bridge"
 	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
@@ -106,6 +107,8 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintf(stderr, "kiln: load compiled backends: %v\n", err)
 		return exitFail
 	}
+	// What the compiled preamble binds: it was emitted from these backends.
+	compiledBindings := bridgeBindings(reg)
 	for _, b := range cfg.Backends {
 		// Workspace tools are kiln's own: served from source, nothing to compile.
 		if _, ok := reg.Backend(b.Name); !ok && b.Enabled && b.Transport != config.TransportWorkspace {
@@ -223,7 +226,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 
 	caller := op.tel.Caller(disp)
-	sb, err := startSandbox(cfg, caller, reg, log)
+	sb, err := startSandbox(cfg, caller, reg, compiledBindings, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitFail
@@ -443,13 +446,13 @@ func saveUsageEvery(ctx context.Context, u *usecount.Counts, log *slog.Logger, e
 // Programs never fall back to running inside kiln, which would drop the
 // kernel's memory limit without anyone noticing: a worker that cannot
 // start fails the runs, is logged and makes /readyz not ready.
-func startSandbox(cfg *config.Config, caller toolcall.Caller, reg *registry.Registry, log *slog.Logger) (*sandbox.Pool, error) {
+func startSandbox(cfg *config.Config, caller toolcall.Caller, reg *registry.Registry, bindings []bridge.Binding, log *slog.Logger) (*sandbox.Pool, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: find kiln's own executable to start sandbox workers: %w", err)
 	}
 	lim := cfg.Gateway.Sandbox
-	sb, err := sandbox.NewPool(sandbox.Options{Preamble: genbridge.Preamble, Caller: caller, Logger: log, Backends: reg.BackendNames,
+	sb, err := sandbox.NewPool(sandbox.Options{Preamble: genbridge.Preamble, Bindings: bindings, Caller: caller, Logger: log, Backends: reg.BackendNames,
 		Limits: sandbox.Limits{
 			Timeout: lim.Timeout, MaxTimeout: lim.MaxTimeout, Memory: lim.MemoryBytes, MaxCalls: lim.MaxCalls,
 			MaxConcurrent: lim.MaxConcurrent, QueueWait: lim.QueueWait,
@@ -468,4 +471,14 @@ func startSandbox(cfg *config.Config, caller toolcall.Caller, reg *registry.Regi
 		return nil, fmt.Errorf("%w (call_tool_chain programs run in %s %s processes; check that the binary can be executed)", err, self, workerCommand)
 	}
 	return sb, nil
+}
+
+// bridgeBindings lists what a preamble built from the registry's backends
+// binds, as the bridge table names them.
+func bridgeBindings(reg *registry.Registry) []bridge.Binding {
+	var backends []bridge.Backend
+	for _, b := range reg.Backends() {
+		backends = append(backends, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
+	}
+	return bridge.Lookup(backends).Bindings()
 }

@@ -1,6 +1,7 @@
 // Command docgen writes what runtime/config/table.go declares into the
-// files people and editors read: runtime/config/schema/v1.json and the
-// config reference in README.md (between its markers). Run it from the
+// files people and editors read: runtime/config/schema/v1.json, and the
+// annotated kiln.yaml (from example.tmpl) and the config reference in
+// README.md (between their markers). Run it from the
 // repository root as `make config-docs`; TestGeneratedDocs fails when the
 // committed files differ from its output.
 package main

@@ -13,7 +13,7 @@ import (
 func TestRunWritesBoth(t *testing.T) {
 	dir := t.TempDir()
 	schema, readme := filepath.Join(dir, "v1.json"), filepath.Join(dir, "README.md")
-	doc := "# Title\n\n" + config.ReferenceBegin + "\nstale\n" + config.ReferenceEnd + "\n\nafter\n"
+	doc := "# Title\n\n" + config.ExampleBegin + "\nstale\n" + config.ExampleEnd + "\n\n" + config.ReferenceBegin + "\nstale\n" + config.ReferenceEnd + "\n\nafter\n"
 	if err := os.WriteFile(readme, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -25,13 +25,18 @@ func TestRunWritesBoth(t *testing.T) {
 		t.Error("schema file differs from config.GenerateSchema")
 	}
 	md, _ := os.ReadFile(readme)
-	if want := "# Title\n\n" + config.ReferenceMarkdown() + "\n\nafter\n"; string(md) != want {
+	example, err := config.ExampleYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Title\n\n" + config.ExampleBegin + "\n\n```yaml\n" + example + "```\n\n" + config.ExampleEnd + "\n\n" + config.ReferenceMarkdown() + "\n\nafter\n"
+	if string(md) != want {
 		t.Errorf("README not spliced:\n%s", md)
 	}
 }
 
 // TestRunRefusesReadmeWithoutMarkers checks that nothing is written when
-// the README cannot take the reference.
+// the README cannot take the example and the reference.
 func TestRunRefusesReadmeWithoutMarkers(t *testing.T) {
 	dir := t.TempDir()
 	schema, readme := filepath.Join(dir, "v1.json"), filepath.Join(dir, "README.md")
@@ -39,7 +44,7 @@ func TestRunRefusesReadmeWithoutMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := run(schema, readme)
-	if err == nil || !strings.Contains(err.Error(), config.ReferenceBegin) {
+	if err == nil || !strings.Contains(err.Error(), config.ExampleBegin) {
 		t.Fatalf("err = %v, want one naming the markers", err)
 	}
 	if _, statErr := os.Stat(schema); !os.IsNotExist(statErr) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestParseDirect(t *testing.T) {
+func TestParseJSONCall(t *testing.T) {
 	tests := []struct {
 		name, code         string
 		wantOK             bool
@@ -28,7 +28,7 @@ func TestParseDirect(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			call, ok, err := parseDirect(tc.code)
+			call, ok, err := parseJSONCall(tc.code)
 			if ok != tc.wantOK {
 				t.Fatalf("ok = %v, want %v", ok, tc.wantOK)
 			}
