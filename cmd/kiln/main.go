@@ -1,5 +1,5 @@
 // Command kiln is the MCP gateway: one server that exposes many backend MCP
-// servers' tools through seven meta-tools.
+// servers' tools through its meta-tools.
 package main
 
 import (

@@ -1,4 +1,4 @@
-// Package server is kiln's MCP front door. It serves the seven meta-tools
+// Package server is kiln's MCP front door. It serves the meta-tools
 // (search_tools, list_tools_meta, tool_info, get_required_keys_for_tool,
 // call_tool_chain, register_manual, deregister_manual), the kiln://
 // resources and templates, the discover / find_tool / backend_status

@@ -41,8 +41,8 @@ func (s *Server) overview() string {
 	tools := len(s.opts.Registry.Tools())
 	h := s.health()
 	var b strings.Builder
-	fmt.Fprintf(&b, "# kiln\n\nkiln is an MCP gateway: it serves the tools of %d backend MCP servers through seven meta-tools, "+
-		"so their schemas stay out of your context until you need one. Tool IDs look like backend.tool.\n\n## Now\n\n", len(views))
+	fmt.Fprintf(&b, "# kiln\n\nkiln is an MCP gateway: it serves the tools of %d backend MCP servers through %d meta-tools, "+
+		"so their schemas stay out of your context until you need one. Tool IDs look like backend.tool.\n\n## Now\n\n", len(views), len(metaTools))
 	fmt.Fprintf(&b, "- Backends: %d", len(views))
 	if len(views) > 0 {
 		fmt.Fprintf(&b, " (%s)", countStates(views))

@@ -1,6 +1,11 @@
 package server
 
-import "github.com/kilnmcp/kiln/runtime/toolcall"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/toolcall"
+)
 
 // The meta-tools' names are toolcall's (one table the config and the
 // sandbox ask too); their parameter names keep the anchor gateway's, so
@@ -29,6 +34,19 @@ const (
 
 type metaTool struct {
 	name, description, schema string
+}
+
+// withLimits fills the limits a schema quotes ({timeout_ms} and the like)
+// from this kiln's config, so the numbers a model reads are the ones that
+// apply and each has one owner: the config's declarations.
+func (mt metaTool) withLimits(l guideLimits) metaTool {
+	mt.schema = strings.NewReplacer(
+		"{timeout_ms}", strconv.FormatInt(l.timeout.Milliseconds(), 10),
+		"{max_timeout_ms}", strconv.FormatInt(l.maxTimeout.Milliseconds(), 10),
+		"{max_output}", strconv.Itoa(l.maxOutput),
+		"{trim_at}", strconv.Itoa(l.trimAt),
+	).Replace(mt.schema)
+	return mt
 }
 
 var metaTools = []metaTool{
@@ -69,8 +87,8 @@ var metaTools = []metaTool{
 			"pass intent to keep only the parts you need.",
 		`{"type":"object","properties":{
 "code":{"type":"string","minLength":1,"description":"A JSON tool call or a TypeScript program; tools are async functions backend.tool(args)."},
-"timeout":{"type":"integer","minimum":1,"description":"Time limit for the whole run in milliseconds (default 30000). Values above kiln's gateway.sandbox.max_timeout (300000 unless configured) run with that limit, and the result says so."},
-"max_output_size":{"type":"integer","minimum":100,"description":"Maximum size of the returned text in bytes of UTF-8, never cutting a character (default 200000). Without it, outputs over 40000 bytes are shortened; with it, output up to this size comes back whole unless intent is given."},
+"timeout":{"type":"integer","minimum":1,"description":"Time limit for the whole run in milliseconds (default {timeout_ms}). Values above {max_timeout_ms} (this kiln's gateway.sandbox.max_timeout) run with that limit, and the result says so."},
+"max_output_size":{"type":"integer","minimum":100,"description":"Maximum size of the returned text in bytes of UTF-8, never cutting a character (default {max_output}). Without it, outputs over {trim_at} bytes are shortened; with it, output up to this size comes back whole unless intent is given."},
 "intent":{"type":"string","description":"What you are looking for in a large output; only matching paragraphs are kept."}},
 "required":["code"],"additionalProperties":false}`},
 	{toolRegister,

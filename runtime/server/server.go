@@ -166,7 +166,9 @@ func New(opts Options) *Server {
 	s.addResources()
 	s.addPrompts()
 	s.addPassthrough()
+	limits := s.guideLimits()
 	for _, mt := range metaTools {
+		mt = mt.withLimits(limits)
 		if err := s.valid.Compile(mt.name, json.RawMessage(mt.schema)); err != nil {
 			panic(fmt.Sprintf("meta-tool %s: invalid built-in schema: %v", mt.name, err)) // programmer error at init
 		}

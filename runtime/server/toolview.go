@@ -63,9 +63,9 @@ func (s *Server) byBackend() ([]backendView, map[string][]*registry.Tool) {
 func (s *Server) llms() string {
 	views, tools := s.byBackend()
 	var b strings.Builder
-	fmt.Fprintf(&b, "# kiln\n\n> MCP gateway serving %d tools from %d backends through seven meta-tools. "+
+	fmt.Fprintf(&b, "# kiln\n\n> MCP gateway serving %d tools from %d backends through %d meta-tools. "+
 		"Find a tool with search_tools, read it with tool_info or %s, run it with call_tool_chain. "+
-		"Descriptions and signatures: %s. Sandbox guide: %s.\n", len(s.opts.Registry.Tools()), len(views), uriTool, uriLLMsFull, uriChainGuide)
+		"Descriptions and signatures: %s. Sandbox guide: %s.\n", len(s.opts.Registry.Tools()), len(views), len(metaTools), uriTool, uriLLMsFull, uriChainGuide)
 	for _, v := range views {
 		ts := tools[v.Name]
 		fmt.Fprintf(&b, "\n## %s (%s, %s; call as %s.<tool>)\n", v.Name, v.State, plural(len(ts), "tool"), v.Name)
