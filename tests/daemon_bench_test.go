@@ -45,8 +45,8 @@ backends:
 	code := `{"tool":"everything.echo","arguments":{"message":"hi"}}`
 	for _, mode := range []string{"serve", "connect"} {
 		b.Run("kiln-"+mode, func(b *testing.B) {
-			cs := sdkStdio(b, env, kilnBin(b), mode, "--config", cfg)
-			benchCalls(b, func(ctx context.Context) error {
+			cs, cmd := sdkStdio(b, env, kilnBin(b), mode, "--config", cfg)
+			benchCalls(b, cmd, func(ctx context.Context) error {
 				return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": code})
 			})
 		})
