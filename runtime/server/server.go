@@ -116,7 +116,10 @@ type Server struct {
 	// hooks are the SDK server's hooks, shared by the features that need
 	// them.
 	hooks *server.Hooks
-	pass  *passthru
+	// subsHooks counts kiln's own request-initialization hooks, which only
+	// act on subscription requests (fastCall may skip them for tools/call).
+	subsHooks int
+	pass      *passthru
 	// sessions and exchanges carry backends' requests to clients
 	// (clientreq.go, mrtr.go).
 	sessions  sessions
@@ -180,6 +183,7 @@ func New(opts Options) *Server {
 	}
 	s.warnPins()
 	s.SyncTools()
+	s.subsHooks = len(s.hooks.OnRequestInitialization)
 	return s
 }
 

@@ -1,0 +1,203 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// fastCall serves a stdio tools/call without mcp-go's HandleMessage, which
+// decodes every request four times (a probe, the protocol _meta twice and
+// the request itself): on 2026-07-28 the go-sdk client sends a large _meta
+// with each call, and those decodes were ~21% of kiln's CPU per tier-1 call
+// (BenchmarkEchoHop profile). fastCall decodes the line once and does what
+// HandleMessage does for a tools/call that kiln uses: the request's protocol
+// info in the context and on the session, tool lookup, cancellation by
+// notifications/cancelled (ctx, registered by the read loop in calls
+// before it reads on), and the 2026-07-28 result decoration (resultType,
+// serverInfo).
+//
+// It reports ok=false, having done nothing, for every request it would not
+// serve exactly as HandleMessage does: a malformed or legacy-odd envelope, a
+// 2026-07-28 request with an unknown version or without client
+// capabilities, a tool that is unknown, per-session or task-augmented, and
+// any server with per-request hooks. The caller then uses HandleMessage,
+// which answers those with its own errors. kiln registers no tool filters,
+// tool middleware or SDK-side schema validation (it validates arguments
+// itself), which HandleMessage would also apply.
+func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) (resp []byte, ok bool) {
+	if s.requestHooks() {
+		return nil, false
+	}
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		Result  json.RawMessage `json:"result"`
+		mcp.CallToolRequest
+	}
+	if json.Unmarshal(line, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Result != nil || m.Params.Task != nil {
+		return nil, false
+	}
+	var idValue any
+	if json.Unmarshal(id, &idValue) != nil {
+		return nil, false
+	}
+	info, ok := protocolInfo(m.Params.Meta)
+	if !ok {
+		return nil, false
+	}
+	session := server.ClientSessionFromContext(ctx)
+	if st, isST := session.(server.SessionWithTools); isST {
+		if _, own := st.GetSessionTools()[m.Params.Name]; own {
+			return nil, false
+		}
+	}
+	tool := s.mcp.GetTool(m.Params.Name)
+	if tool == nil || tool.Handler == nil ||
+		(tool.Tool.Execution != nil && tool.Tool.Execution.TaskSupport == mcp.TaskSupportRequired) {
+		return nil, false
+	}
+	if info.Modern {
+		applyProtocolInfo(session, info)
+	}
+	ctx = server.WithRequestProtocolInfo(ctx, info)
+	m.Header = make(http.Header)
+	result, err := tool.Handler(ctx, m.CallToolRequest)
+	var msg mcp.JSONRPCMessage
+	switch {
+	case err != nil:
+		msg = handlerError(mcp.NewRequestId(idValue), info, err)
+	case result == nil:
+		msg = mcp.NewJSONRPCError(mcp.NewRequestId(idValue), mcp.INTERNAL_ERROR,
+			"tool "+m.Params.Name+" returned no result", nil)
+	default:
+		if info.Modern {
+			s.decorate(result)
+		}
+		msg = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(idValue), result)
+	}
+	b, err := json.Marshal(msg)
+	if err != nil {
+		s.log.Error("encode tools/call response", "err", err)
+		return (&envelopeError{code: codeInternalError, id: id, msg: "internal error: encode the result: " + err.Error()}).response(), true
+	}
+	return b, true
+}
+
+// requestHooks reports whether a hook would act on a tools/call in
+// HandleMessage. kiln's own hooks are per session, except the passthrough's
+// request-initialization hook, which acts only on subscription requests
+// (maySubscribe is false for every line route hands to a call).
+func (s *Server) requestHooks() bool {
+	h := s.hooks
+	return len(h.OnBeforeAny) > 0 || len(h.OnSuccess) > 0 || len(h.OnError) > 0 ||
+		len(h.OnRequestInitialization) > s.subsHooks || len(h.OnBeforeCallTool) > 0 || len(h.OnAfterCallTool) > 0
+}
+
+// protocolInfo reads the request's protocol era from its _meta as mcp-go
+// does; ok is false for a 2026-07-28 request mcp-go would refuse.
+func protocolInfo(meta *mcp.Meta) (*server.RequestProtocolInfo, bool) {
+	version := meta.ProtocolVersion()
+	if !mcp.IsModernProtocol(version) {
+		return &server.RequestProtocolInfo{ProtocolVersion: version}, true
+	}
+	caps := meta.ClientCapabilities()
+	if caps == nil || !mcp.IsValidProtocolVersion(version) {
+		return nil, false
+	}
+	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version,
+		ClientInfo: meta.ClientInfo(), LogLevel: meta.LogLevel(), ClientCapabilities: caps}, true
+}
+
+// applyProtocolInfo gives the session what a 2026-07-28 request declares,
+// as the initialize handshake used to (mcp-go does the same per request).
+func applyProtocolInfo(session server.ClientSession, info *server.RequestProtocolInfo) {
+	if session == nil {
+		return
+	}
+	if withInfo, ok := session.(server.SessionWithClientInfo); ok {
+		if info.ClientInfo != nil {
+			withInfo.SetClientInfo(*info.ClientInfo)
+		}
+		if info.ClientCapabilities != nil {
+			withInfo.SetClientCapabilities(*info.ClientCapabilities)
+		}
+	}
+	if !session.Initialized() {
+		session.Initialize()
+	}
+}
+
+// decorate stamps a 2026-07-28 result as mcp-go does: resultType complete
+// unless the handler set one (input_required), and the server's identity.
+func (s *Server) decorate(r *mcp.CallToolResult) {
+	if r.GetResultType() == "" {
+		r.SetResultType(mcp.ResultTypeComplete)
+	}
+	if meta := r.EnsureResultMeta(); meta != nil && meta.ServerInfo() == nil {
+		meta.SetServerInfo(mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version})
+	}
+}
+
+// handlerError answers a handler's error as mcp-go does.
+func handlerError(id mcp.RequestId, info *server.RequestProtocolInfo, err error) mcp.JSONRPCError {
+	var required mcp.URLElicitationRequiredError
+	var pointer *mcp.URLElicitationRequiredError
+	switch {
+	case info.Modern:
+	case errors.As(err, &required):
+		d := required.JSONRPCError().Error
+		return mcp.NewJSONRPCError(id, d.Code, err.Error(), d.Data)
+	case errors.As(err, &pointer) && pointer != nil:
+		d := pointer.JSONRPCError().Error
+		return mcp.NewJSONRPCError(id, d.Code, err.Error(), d.Data)
+	}
+	return mcp.NewJSONRPCError(id, mcp.INTERNAL_ERROR, err.Error(), nil)
+}
+
+// inflight holds the cancel functions of the tools/call requests the read
+// loop serves, by raw JSON id, so a notifications/cancelled naming one
+// cancels it: the SDK's own table holds only what HandleMessage serves,
+// and only once it starts serving it.
+type inflight struct {
+	mu  sync.Mutex
+	all map[string]context.CancelFunc
+}
+
+func (f *inflight) add(id string, cancel context.CancelFunc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.all == nil {
+		f.all = map[string]context.CancelFunc{}
+	}
+	f.all[id] = cancel
+}
+
+func (f *inflight) remove(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.all, id)
+}
+
+// cancel cancels the call a notifications/cancelled line names, if kiln
+// serves it.
+func (f *inflight) cancel(line []byte) {
+	var n struct {
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &n) != nil || n.Params.RequestID == nil {
+		return
+	}
+	f.mu.Lock()
+	c := f.all[string(n.Params.RequestID)]
+	f.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
