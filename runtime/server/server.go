@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -119,6 +120,7 @@ type Server struct {
 	// subsHooks counts kiln's own request-initialization hooks, which only
 	// act on subscription requests (fastCall may skip them for tools/call).
 	subsHooks int
+	lastMeta  atomic.Pointer[metaInfo] // fastCall's last derived _meta
 	pass      *passthru
 	// sessions and exchanges carry backends' requests to clients
 	// (clientreq.go, mrtr.go).

@@ -41,7 +41,9 @@ func BenchmarkStartFleet(b *testing.B) {
 		docs = append(docs, search.NewDoc(t.Server, t.Name, t.Title, t.Description, t.InputSchema))
 	}
 	// kiln-gen emit orders documents by backend, then tool name.
-	slices.SortFunc(docs, func(x, y search.Doc) int { return cmp.Or(cmp.Compare(x.Backend, y.Backend), cmp.Compare(x.Name, y.Name)) })
+	slices.SortFunc(docs, func(x, y search.Doc) int {
+		return cmp.Or(cmp.Compare(x.Backend, y.Backend), cmp.Compare(x.Name, y.Name))
+	})
 	frozen, err := search.Build(docs).MarshalBinary()
 	if err != nil {
 		b.Fatal(err)
