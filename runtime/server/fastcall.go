@@ -202,22 +202,29 @@ func handlerError(id mcp.RequestId, info *server.RequestProtocolInfo, err error)
 // and only once it starts serving it.
 type inflight struct {
 	mu  sync.Mutex
-	all map[string]context.CancelFunc
+	all map[string]*context.CancelFunc
 }
 
-func (f *inflight) add(id string, cancel context.CancelFunc) {
+// add registers cancel under id and returns the handle remove takes: a
+// client that reuses an id while its first call runs keeps the later
+// call cancelable after the first one ends.
+func (f *inflight) add(id string, cancel context.CancelFunc) *context.CancelFunc {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.all == nil {
-		f.all = map[string]context.CancelFunc{}
+		f.all = map[string]*context.CancelFunc{}
 	}
-	f.all[id] = cancel
+	h := &cancel
+	f.all[id] = h
+	return h
 }
 
-func (f *inflight) remove(id string) {
+func (f *inflight) remove(id string, h *context.CancelFunc) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.all, id)
+	if f.all[id] == h {
+		delete(f.all, id)
+	}
 }
 
 // cancel cancels the call a notifications/cancelled line names, if kiln
@@ -232,9 +239,9 @@ func (f *inflight) cancel(line []byte) {
 		return
 	}
 	f.mu.Lock()
-	c := f.all[string(n.Params.RequestID)]
+	h := f.all[string(n.Params.RequestID)]
 	f.mu.Unlock()
-	if c != nil {
-		c()
+	if h != nil {
+		(*h)()
 	}
 }

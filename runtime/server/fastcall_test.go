@@ -120,3 +120,28 @@ func TestFastCallLeavesHookedServersToHandleMessage(t *testing.T) {
 		t.Error("a call was served past a before-call hook")
 	}
 }
+
+// TestInflightKeepsReusedIDCancelable checks that when a client reuses the
+// id of a call still running, the first call ending does not make the
+// second one deaf to notifications/cancelled.
+func TestInflightKeepsReusedIDCancelable(t *testing.T) {
+	var f inflight
+	first, cancelFirst := context.WithCancel(t.Context())
+	defer cancelFirst()
+	second, cancelSecond := context.WithCancel(t.Context())
+	defer cancelSecond()
+	h1 := f.add("7", cancelFirst)
+	h2 := f.add("7", cancelSecond)
+	f.remove("7", h1)
+	f.cancel([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`))
+	if second.Err() == nil {
+		t.Error("the second call with id 7 was not canceled")
+	}
+	if first.Err() != nil {
+		t.Error("the first call, already ended, was canceled")
+	}
+	f.remove("7", h2)
+	if len(f.all) != 0 {
+		t.Errorf("%d entries left after both calls ended", len(f.all))
+	}
+}

@@ -230,12 +230,12 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err er
 	// follows the call at once finds it.
 	ctx, cancel := context.WithCancel(ctx)
 	key := string(top.id)
-	l.inflight.add(key, cancel)
+	handle := l.inflight.add(key, cancel)
 	// line is the reader's own copy (ReadBytes), so the call may keep it.
 	return func() {
 		defer l.calls.Done()
 		resp := l.call(ctx, top.id, line)
-		l.inflight.remove(key)
+		l.inflight.remove(key, handle)
 		cancel()
 		l.busy.Add(-1)
 		<-l.slots
