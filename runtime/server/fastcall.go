@@ -58,18 +58,13 @@ func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) 
 	if len(m.Params.Arguments) > 0 {
 		req.Params.RawArguments = m.Params.Arguments // line is the caller's own copy
 	}
-	if len(m.Params.Meta) > 0 && string(m.Params.Meta) != "null" {
-		req.Params.Meta = &mcp.Meta{}
-		if json.Unmarshal(m.Params.Meta, req.Params.Meta) != nil {
-			return nil, false
-		}
-	}
-	var idValue any
-	if json.Unmarshal(id, &idValue) != nil {
+	meta, info, ok := s.requestMeta(m.Params.Meta)
+	if !ok {
 		return nil, false
 	}
-	info, ok := s.protocolInfo(m.Params.Meta, req.Params.Meta)
-	if !ok {
+	req.Params.Meta = meta
+	var idValue any
+	if json.Unmarshal(id, &idValue) != nil {
 		return nil, false
 	}
 	session := server.ClientSessionFromContext(ctx)
@@ -120,33 +115,45 @@ func (s *Server) requestHooks() bool {
 		len(h.OnRequestInitialization) > s.subsHooks || len(h.OnBeforeCallTool) > 0 || len(h.OnAfterCallTool) > 0
 }
 
-// protocolInfo reads the request's protocol era from its _meta as mcp-go
-// does; ok is false for a 2026-07-28 request mcp-go would refuse. A client
-// sends the same _meta on every call (the go-sdk's is large), so the last
-// answer is kept by raw bytes: deriving the client's info and capabilities
-// re-encodes and decodes them (3% of a tier-1 call's CPU). The info is
-// shared read-only between requests, as mcp-go never changes it.
-func (s *Server) protocolInfo(raw json.RawMessage, meta *mcp.Meta) (*server.RequestProtocolInfo, bool) {
+// requestMeta decodes a request's _meta and reads its protocol era as
+// mcp-go does; ok is false for a _meta mcp-go would refuse (not an object,
+// or a 2026-07-28 one with an unknown version or no client capabilities).
+//
+// A client sends the same _meta on every call (the go-sdk's is large), so
+// the last answer is kept by raw bytes: decoding it into a map and deriving
+// the client's info and capabilities (which re-encodes and decodes them)
+// were 8% of a tier-1 call's CPU. The kept values are shared read-only
+// between requests: kiln's handlers only read a request's _meta
+// (observe.go, telemetry.go) and mcp-go never changes protocol info.
+func (s *Server) requestMeta(raw json.RawMessage) (*mcp.Meta, *server.RequestProtocolInfo, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, &server.RequestProtocolInfo{}, true
+	}
 	if last := s.lastMeta.Load(); last != nil && last.raw == string(raw) {
-		return last.info, true
+		return last.meta, last.info, true
+	}
+	meta := &mcp.Meta{}
+	if json.Unmarshal(raw, meta) != nil {
+		return nil, nil, false
 	}
 	version := meta.ProtocolVersion()
-	if !mcp.IsModernProtocol(version) {
-		return &server.RequestProtocolInfo{ProtocolVersion: version}, true
+	info := &server.RequestProtocolInfo{ProtocolVersion: version}
+	if mcp.IsModernProtocol(version) {
+		caps := meta.ClientCapabilities()
+		if caps == nil || !mcp.IsValidProtocolVersion(version) {
+			return nil, nil, false
+		}
+		info = &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version,
+			ClientInfo: meta.ClientInfo(), LogLevel: meta.LogLevel(), ClientCapabilities: caps}
 	}
-	caps := meta.ClientCapabilities()
-	if caps == nil || !mcp.IsValidProtocolVersion(version) {
-		return nil, false
-	}
-	info := &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version,
-		ClientInfo: meta.ClientInfo(), LogLevel: meta.LogLevel(), ClientCapabilities: caps}
-	s.lastMeta.Store(&metaInfo{raw: string(raw), info: info})
-	return info, true
+	s.lastMeta.Store(&metaInfo{raw: string(raw), meta: meta, info: info})
+	return meta, info, true
 }
 
-// metaInfo is the protocol info derived from one raw _meta.
+// metaInfo is one raw _meta, decoded, and the protocol info it declares.
 type metaInfo struct {
 	raw  string
+	meta *mcp.Meta
 	info *server.RequestProtocolInfo
 }
 
