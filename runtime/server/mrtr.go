@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -50,8 +51,58 @@ type question struct {
 
 // exchanges holds the runs waiting for a client's answers, by token.
 type exchanges struct {
-	mu  sync.Mutex
-	all map[string]*exchange
+	mu   sync.Mutex
+	all  map[string]*exchange
+	runs runners
+}
+
+// maxIdleRunners bounds the goroutines kept waiting for the next run.
+const maxIdleRunners = 16
+
+// runners runs resumable calls on goroutines that outlive one run: a
+// goroutine per call grew a fresh stack through the JSON decoders on every
+// call (runtime.copystack under resumable was 6.5% of a tier-1 call's CPU,
+// BenchmarkEchoHop profile). Up to maxIdleRunners wait for work; the rest
+// end when their run does.
+type runners struct {
+	work chan func()
+	// idle counts runners that have committed to take the next run; a
+	// sender claims one by decrementing it, so its send never waits for
+	// more than that runner's way to the receive.
+	idle atomic.Int32
+	once sync.Once
+}
+
+// run starts f on an idle runner, or on a new one when none is idle.
+func (r *runners) run(f func()) {
+	r.once.Do(func() { r.work = make(chan func()) })
+	for {
+		n := r.idle.Load()
+		if n <= 0 {
+			go r.loop(f)
+			return
+		}
+		if r.idle.CompareAndSwap(n, n-1) {
+			r.work <- f
+			return
+		}
+	}
+}
+
+func (r *runners) loop(f func()) {
+	for {
+		f()
+		for {
+			n := r.idle.Load()
+			if n >= maxIdleRunners {
+				return
+			}
+			if r.idle.CompareAndSwap(n, n+1) {
+				break
+			}
+		}
+		f = <-r.work
+	}
 }
 
 func (x *exchanges) add(ex *exchange) {
@@ -188,10 +239,10 @@ func (s *Server) resumable(ctx context.Context, req mcp.CallToolRequest, args js
 			wake: make(chan struct{}, 1), pending: map[string]*question{}, ended: run.Done()}
 		s.exchanges.add(ex)
 		run = s.observeWith(run, req, s.newCallClient(ctx, ex))
-		go func() {
+		s.exchanges.runs.run(func() {
 			defer cancel()
 			ex.done <- h(run, args)
-		}()
+		})
 	}
 	select {
 	case out := <-ex.done:

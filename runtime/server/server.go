@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -116,7 +117,11 @@ type Server struct {
 	// hooks are the SDK server's hooks, shared by the features that need
 	// them.
 	hooks *server.Hooks
-	pass  *passthru
+	// subsHooks counts kiln's own request-initialization hooks, which only
+	// act on subscription requests (fastCall may skip them for tools/call).
+	subsHooks int
+	lastMeta  atomic.Pointer[metaInfo] // fastCall's last derived _meta
+	pass      *passthru
 	// sessions and exchanges carry backends' requests to clients
 	// (clientreq.go, mrtr.go).
 	sessions  sessions
@@ -182,6 +187,7 @@ func New(opts Options) *Server {
 	}
 	s.warnPins()
 	s.SyncTools()
+	s.subsHooks = len(s.hooks.OnRequestInitialization)
 	return s
 }
 

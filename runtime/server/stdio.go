@@ -115,6 +115,7 @@ type stdioLoop struct {
 	nworkers int            // workers started; under mu
 	busy     atomic.Int32   // workers given a task that is not done
 	calls    sync.WaitGroup // calls in flight
+	inflight inflight       // their cancel functions, by id
 }
 
 // stop waits for the calls in flight and refuses new ones. The worker
@@ -205,6 +206,10 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err er
 		_, err := l.sdk.Write(line)
 		return nil, err
 	}
+	if !top.odd && top.id == nil && string(top.method) == `"notifications/cancelled"` {
+		// The SDK gets it too: it may name a request the SDK serves.
+		l.inflight.cancel(line)
+	}
 	if top.odd || top.id == nil || string(top.method) != `"tools/call"` {
 		_, err := l.sdk.Write(line)
 		return nil, err
@@ -221,10 +226,17 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err er
 		return nil, errListenEnded
 	}
 	l.calls.Add(1)
+	// Registered before the next line is read, so a cancellation that
+	// follows the call at once finds it.
+	ctx, cancel := context.WithCancel(ctx)
+	key := string(top.id)
+	handle := l.inflight.add(key, cancel)
 	// line is the reader's own copy (ReadBytes), so the call may keep it.
 	return func() {
 		defer l.calls.Done()
 		resp := l.call(ctx, top.id, line)
+		l.inflight.remove(key, handle)
+		cancel()
 		l.busy.Add(-1)
 		<-l.slots
 		if resp == nil {
@@ -247,6 +259,10 @@ func (l *stdioLoop) call(ctx context.Context, id json.RawMessage, line []byte) (
 				resp = (&envelopeError{code: codeInternalError, id: id, msg: "internal error: the gateway logged it; try again"}).response()
 			}
 		}()
+		if b, ok := l.s.fastCall(ctx, id, line); ok {
+			resp = b
+			return
+		}
 		msg := l.s.mcp.HandleMessage(ctx, line)
 		if msg == nil {
 			return
