@@ -57,15 +57,18 @@ func (g *Guard) limitAndServe(w http.ResponseWriter, r *http.Request, h http.Han
 // time by read_timeout, so the handler never waits on the network; a
 // failure is answered here and the connection closed.
 func (g *Guard) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	// A declared length over the cap is refused before reading a byte.
-	if r.ContentLength > g.maxBody {
-		g.log.Debug("http request refused", "reason", "body too large", "content_length", r.ContentLength, "remote", r.RemoteAddr)
-		g.tooLarge(w, r)
-		return nil, false
-	}
 	rc := http.NewResponseController(w)
 	// Recorders in tests do not support deadlines; a real connection does.
 	_ = rc.SetReadDeadline(g.now().Add(g.readTimeout))
+	// A declared length over the cap is refused before kiln keeps a byte.
+	// A body a little over it is read to its end first (within the read
+	// deadline), so the client, still writing, reads the 413 rather than
+	// a broken pipe; a far larger one is refused at once.
+	if r.ContentLength > g.maxBody {
+		g.log.Debug("http request refused", "reason", "body too large", "content_length", r.ContentLength, "remote", r.RemoteAddr)
+		g.tooLarge(w, r, r.ContentLength <= g.maxBody+drainLimit && drain(r.Body, r.ContentLength))
+		return nil, false
+	}
 	var buf bytes.Buffer
 	_, err := buf.ReadFrom(io.LimitReader(r.Body, g.maxBody+1))
 	var ne net.Error
@@ -81,7 +84,7 @@ func (g *Guard) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 		jsonRPCError(w, http.StatusBadRequest, -32700, "could not read the request body: "+err.Error())
 		return nil, false
 	case int64(buf.Len()) > g.maxBody:
-		g.tooLarge(w, r)
+		g.tooLarge(w, r, drain(r.Body, drainLimit))
 		return nil, false
 	}
 	// The body is in; what follows (a long tool call, an SSE response)
@@ -237,8 +240,30 @@ func hangUp(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (g *Guard) tooLarge(w http.ResponseWriter, r *http.Request) {
-	hangUp(w, r)
+// drainLimit is how much of a refused body kiln reads past max_body so the
+// client can read the refusal (net/http's own allowance).
+const drainLimit = 256 << 10
+
+// drain reads and discards the rest of a refused body, at most n bytes
+// (under the read deadline already set); it reports whether the body
+// ended.
+func drain(body io.Reader, n int64) bool {
+	if body == nil || body == http.NoBody {
+		return true
+	}
+	_, err := io.CopyN(io.Discard, body, n+1)
+	return err == io.EOF
+}
+
+// tooLarge refuses a body over max_body. The connection closes after the
+// answer; drained says the body was read to its end, so the answer can be
+// sent without cutting the client's upload short.
+func (g *Guard) tooLarge(w http.ResponseWriter, r *http.Request, drained bool) {
+	if drained {
+		w.Header().Set("Connection", "close")
+	} else {
+		hangUp(w, r)
+	}
 	jsonRPCError(w, http.StatusRequestEntityTooLarge, -32600,
 		fmt.Sprintf("request body is larger than %d bytes: send a smaller request or raise gateway.http.max_body", g.maxBody))
 }
