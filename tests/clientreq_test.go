@@ -353,21 +353,7 @@ func testTwoSessions(t *testing.T, legacy bool) {
 			if strings.HasPrefix(id, "eh.") {
 				code = fmt.Sprintf(`{"tool": %q, "arguments": {}}`, id)
 			}
-			results := make(chan [2]string, 2)
-			for _, s := range []struct {
-				name string
-				c    *mcpclient.Client
-			}{{"ada", ca}, {"bob", cb}} {
-				go func() {
-					res, err := s.c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": code}}})
-					if err != nil {
-						results <- [2]string{s.name, err.Error()}
-						return
-					}
-					r, _ := toResult(res.Content, res.StructuredContent, res.IsError)
-					results <- [2]string{s.name, r.Text()}
-				}()
-			}
+			results := callAsBoth(t, ca, cb, code)
 			// Both questions are open before either is answered.
 			for _, x := range []*asker{a, b} {
 				select {
@@ -712,21 +698,7 @@ func TestLegacySessionsGetBackendSessionsOfTheirEra(t *testing.T) {
 		`{"tool": "everything.trigger-elicitation-request", "arguments": {}}`,
 	} {
 		t.Run(strings.Fields(code)[1], func(t *testing.T) {
-			results := make(chan [2]string, 2)
-			for _, s := range []struct {
-				name string
-				c    *mcpclient.Client
-			}{{"ada", ca}, {"bob", cb}} {
-				go func() {
-					res, err := s.c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": code}}})
-					if err != nil {
-						results <- [2]string{s.name, err.Error()}
-						return
-					}
-					r, _ := toResult(res.Content, res.StructuredContent, res.IsError)
-					results <- [2]string{s.name, r.Text()}
-				}()
-			}
+			results := callAsBoth(t, ca, cb, code)
 			// Both questions are open before either is answered; a call
 			// that ends first was refused.
 			for _, x := range []*asker{a, b} {
@@ -883,4 +855,25 @@ func TestModernRoundsPassThrough(t *testing.T) {
 	if res, _ := out["result"].(map[string]any); res["resultType"] != "input_required" {
 		t.Errorf("prompts/get: want the backend's input-required result, got %v", out)
 	}
+}
+
+// callAsBoth runs code through call_tool_chain from ada's and bob's
+// sessions at once; each result arrives as {name, text}.
+func callAsBoth(t *testing.T, ca, cb *mcpclient.Client, code string) <-chan [2]string {
+	results := make(chan [2]string, 2)
+	for _, s := range []struct {
+		name string
+		c    *mcpclient.Client
+	}{{"ada", ca}, {"bob", cb}} {
+		go func() {
+			res, err := s.c.CallTool(t.Context(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "call_tool_chain", Arguments: map[string]any{"code": code}}})
+			if err != nil {
+				results <- [2]string{s.name, err.Error()}
+				return
+			}
+			r, _ := toResult(res.Content, res.StructuredContent, res.IsError)
+			results <- [2]string{s.name, r.Text()}
+		}()
+	}
+	return results
 }
