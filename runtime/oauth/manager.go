@@ -347,7 +347,11 @@ func (s *storedSourceT) Token() (*oauth2.Token, error) {
 // refresh renews r's token: a refresh grant for authorization code
 // tokens, a new client credentials grant for those.
 func (m *Manager) refresh(r *Record) (*oauth2.Token, error) {
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: m.opts.Base})
+	// Bounded well under the fleet lock's lease (sharedLease), so the new
+	// token is stored while this replica still holds the lock.
+	ctx, cancel := context.WithTimeout(context.Background(), refreshTimeout)
+	defer cancel()
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Transport: m.opts.Base})
 	if r.Grant == config.GrantClientCredentials {
 		return nil, &NeedsLoginError{Backend: r.Backend, Reason: "client credentials token expired"}
 	}

@@ -31,6 +31,8 @@ type Blobs interface {
 const (
 	sharedLease = 30 * time.Second
 	sharedWait  = 45 * time.Second
+	// refreshTimeout bounds one refresh exchange, under sharedLease.
+	refreshTimeout = 20 * time.Second
 )
 
 // SharedStore keeps token records in a fleet's shared state.

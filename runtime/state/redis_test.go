@@ -153,3 +153,45 @@ func TestOutages(t *testing.T) {
 		t.Errorf("Open of a bad URL with a password: %v; want an error without the password", err)
 	}
 }
+
+// TestUpdateWritesOnlyWhileHoldingTheLock: what fn returns is stored even
+// when the caller's wait deadline passed while fn ran (fn may have spent a
+// rotating refresh token), and never once the lease ran out and another
+// replica took the lock: that holder's write stands.
+func TestUpdateWritesOnlyWhileHoldingTheLock(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := open(t, srv.URL).Hash("oauth"), open(t, srv.URL).Hash("oauth")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	err := a.Update(ctx, "late", 10*time.Second, func([]byte) ([]byte, error) {
+		<-ctx.Done() // the token endpoint answers after the wait's deadline
+		return []byte("new"), nil
+	})
+	if got, _ := a.Get(t.Context(), "late"); err != nil || string(got) != "new" {
+		t.Errorf("Update past the wait deadline: err %v, stored %q; want nil and %q", err, got, "new")
+	}
+
+	if err := a.Put(t.Context(), "b", []byte("v0")); err != nil {
+		t.Fatal(err)
+	}
+	bDone := make(chan error, 1)
+	aErr := a.Update(t.Context(), "b", 200*time.Millisecond, func(cur []byte) ([]byte, error) {
+		// While a holds the lock past its lease, b takes it and writes.
+		go func() {
+			bDone <- b.Update(t.Context(), "b", 10*time.Second, func(cur []byte) ([]byte, error) {
+				return []byte("B-from-" + string(cur)), nil
+			})
+		}()
+		if err := <-bDone; err != nil {
+			return nil, err
+		}
+		return []byte("A-from-" + string(cur)), nil
+	})
+	if aErr == nil || !strings.Contains(aErr.Error(), "nothing was written") {
+		t.Errorf("the holder past its lease: %v; want a refusal saying nothing was written", aErr)
+	}
+	if got, _ := a.Get(t.Context(), "b"); string(got) != "B-from-v0" {
+		t.Errorf("stored %q; want the next holder's B-from-v0", got)
+	}
+}

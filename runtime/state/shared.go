@@ -40,6 +40,14 @@ func (h *Hash) Watch(ctx context.Context, resync time.Duration, changed func()) 
 // holder that outlived its lease cannot release the next holder's lock.
 var unlockScript = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`)
 
+// writeIfHeldScript writes (ARGV[3] set) or deletes a hash field only while
+// this holder still owns the lock (KEYS[1]), so a holder whose lease ran out
+// cannot overwrite what the next holder stored. It returns 1 when it wrote.
+var writeIfHeldScript = redis.NewScript(`
+if redis.call("get", KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[3] == "1" then redis.call("hset", KEYS[2], ARGV[2], ARGV[4]) else redis.call("hdel", KEYS[2], ARGV[2]) end
+return 1`)
+
 // Update runs fn on field's record (nil when absent) while holding a lock
 // every replica honours, and stores what fn returns; nil deletes the
 // record. The lock lasts at most lease, so a replica killed while holding
@@ -84,10 +92,24 @@ func (h *Hash) Update(ctx context.Context, field string, lease time.Duration, fn
 	if err != nil {
 		return err
 	}
-	if next == nil {
-		return h.Delete(ctx, field)
+	// fn may have spent something that cannot be spent twice (a rotating
+	// refresh token): the write gets its own deadline rather than what
+	// is left of the wait's, and lands only while the lock is still ours.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+	defer cancel()
+	set, val := "0", ""
+	if next != nil {
+		set, val = "1", string(next)
 	}
-	return h.Put(ctx, field, next)
+	wrote, err := writeIfHeldScript.Run(wctx, h.r.c, []string{lk, h.key}, token, field, set, val).Int()
+	if err != nil {
+		return h.r.fail("write "+h.key, err)
+	}
+	if wrote == 0 {
+		return fmt.Errorf("%s %q: the update took longer than its %s lock lease and another replica may have changed it since; nothing was written", h.key, field, lease)
+	}
+	h.notify(wctx)
+	return nil
 }
 
 // Counters is a named set of counts every replica adds to.
