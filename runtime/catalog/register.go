@@ -90,14 +90,14 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 	defer c.mu.Unlock()
 	delete(c.pending, name)
 	if err := c.opts.Registry.Add(m, false); err != nil {
-		go c.opts.Backends.RemoveBackend(name)
+		c.opts.Backends.RemoveBackend(name) // returns at once; frees the name for the winner's record
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
 	// Saved before it is published: a registration the other replicas
 	// cannot see is not made at all.
 	if err := c.saveLocked(ctx, name, def, m); err != nil {
 		c.opts.Registry.Remove(name)
-		go c.opts.Backends.RemoveBackend(name)
+		c.opts.Backends.RemoveBackend(name) // returns at once; frees the name for the winner's record
 		return nil, err
 	}
 	c.dynamic[name] = def
@@ -234,9 +234,11 @@ func (c *Catalog) dropLocked(name string) {
 	delete(c.dynamic, name)
 	c.opts.Registry.Remove(name)
 	c.publishLocked()
-	// Stopping may take the process's whole grace period; the catalog
-	// must not wait for it.
-	go c.opts.Backends.RemoveBackend(name)
+	// Synchronous, so a registration of the same name that follows (a
+	// redefinition seen in one sync pass) finds the name free; the
+	// dispatcher stops the process in the background, so this does not
+	// wait for its grace period.
+	c.opts.Backends.RemoveBackend(name)
 }
 
 func orNone(names []string) string {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"path/filepath"
@@ -197,5 +198,55 @@ func TestRegisterLosesRaceToAnotherReplica(t *testing.T) {
 	}
 	if names := a.opts.Registry.BackendNames(); len(names) != 0 {
 		t.Errorf("listed after losing the race: %v", names)
+	}
+}
+
+// A registration another replica redefined (deregistered and registered
+// again with another URL) between two syncs is served with its new
+// definition after one sync pass: dropping the old backend frees its name
+// before the new one is added.
+func TestRedefinitionSeenInOneSync(t *testing.T) {
+	srv := redistest.Start(t)
+	first, second := mcpServer(t), mcpServer(t)
+	r, err := state.Open(t.Context(), srv.URL, 5*time.Second, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	h := r.Hash("registrations")
+	a, _ := replica(t, t.Context(), h, "127.0.0.1")
+	for i := range 10 {
+		name := fmt.Sprintf("probe%d", i)
+		if _, err := a.Register(t.Context(), name, json.RawMessage(`{"transport":"http","url":"`+first.URL+`/mcp"}`)); err != nil {
+			t.Fatal(err)
+		}
+		all, err := h.All(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		redefined := []byte(strings.ReplaceAll(string(all[name]), first.URL, second.URL))
+		if err := h.Delete(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := h.Create(t.Context(), name, redefined); !ok || err != nil {
+			t.Fatalf("Create: %v, %v", ok, err)
+		}
+		a.sync(t.Context())
+		var served string
+		for _, st := range a.opts.Backends.Status() {
+			if st.Name == name {
+				served = st.Name
+			}
+		}
+		if served == "" || !slices.Contains(a.opts.Registry.BackendNames(), name) {
+			t.Fatalf("after one sync %s is listed %v, served by the dispatcher %v; want both", name,
+				slices.Contains(a.opts.Registry.BackendNames(), name), served != "")
+		}
+		a.mu.Lock()
+		def := string(a.dynamic[name])
+		a.mu.Unlock()
+		if !strings.Contains(def, second.URL) {
+			t.Fatalf("%s is defined as %s; want the new definition's %s", name, def, second.URL)
+		}
 	}
 }
