@@ -24,6 +24,11 @@ import (
 // one crashed and left its socket file behind.
 var ErrAbsent = errors.New("no kiln daemon is running")
 
+// ErrNoAnswer says a daemon took the connection but did not answer its
+// hello: it is still starting (it listens before it serves) or going away
+// after its idle period. A client takes the start lock and dials again.
+var ErrNoAnswer = errors.New("the kiln daemon did not answer")
+
 // maxLog is the size past which a new daemon starts a fresh log.
 const maxLog = 8 << 20
 
@@ -158,7 +163,7 @@ func Dial(ctx context.Context, id Identity, verb string) (*Conn, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
 		uc.Close()
-		return nil, fmt.Errorf("the kiln daemon at %s did not answer its hello (%v); stop it (kill it, or kiln connect --stop) and connect again", id.Socket, err)
+		return nil, fmt.Errorf("%w its hello at %s (%v); if this lasts, stop it (kill it, or kiln connect --stop) and connect again", ErrNoAnswer, id.Socket, err)
 	}
 	_ = uc.SetDeadline(time.Time{})
 	f := strings.Fields(line)

@@ -98,8 +98,12 @@ func relay(conn *daemon.Conn, id daemon.Identity, stdin io.Reader, stdout, stder
 // several clients starting at once, the one holding the lock starts it
 // and the others find it running once they get the lock.
 func dialOrStart(ctx context.Context, id daemon.Identity, cfg *config.Config, idle time.Duration) (*daemon.Conn, error) {
+	// A daemon that does not answer is still starting (its starter holds
+	// the lock until it serves) or exiting after its idle period: either
+	// way the lock decides, as for no daemon at all.
+	retry := func(err error) bool { return errors.Is(err, daemon.ErrAbsent) || errors.Is(err, daemon.ErrNoAnswer) }
 	conn, err := daemon.Dial(ctx, id, daemon.VerbConnect)
-	if !errors.Is(err, daemon.ErrAbsent) {
+	if !retry(err) {
 		return conn, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, startWait)
@@ -110,7 +114,7 @@ func dialOrStart(ctx context.Context, id daemon.Identity, cfg *config.Config, id
 	}
 	defer unlock()
 	conn, err = daemon.Dial(sctx, id, daemon.VerbConnect)
-	if !errors.Is(err, daemon.ErrAbsent) {
+	if !retry(err) {
 		return conn, err
 	}
 	self, err := os.Executable()
