@@ -130,10 +130,10 @@ func (l *stdioLoop) stop() {
 }
 
 // start runs f on an idle worker, or on a new one when every worker is
-// busy; the caller holds mu, and the slots bound the workers to
-// stdioMaxCalls plus the reader. A worker stops being busy once its
-// answer is ready, before writing it: a client that sends its next call
-// as soon as it reads the answer finds that worker idle.
+// busy; the caller holds mu, and the slots bound the calls to
+// stdioMaxCalls. A worker stays busy until its answer is written, so an
+// idle one is always waiting on work or about to: the hand-off never
+// waits behind a write to a client slow to read.
 func (l *stdioLoop) start(f func()) {
 	if l.nworkers > int(l.busy.Add(1))-1 {
 		l.work <- f // a worker is idle or on its way back
@@ -237,8 +237,12 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err er
 		resp := l.call(ctx, top.id, line)
 		l.inflight.remove(key, handle)
 		cancel()
-		l.busy.Add(-1)
 		<-l.slots
+		// Busy until written: a write can block on a client slow to read,
+		// and start must not hand the next task to a worker stuck here
+		// (the reader would stall behind it, and with it cancellations
+		// and the client's answers to sampling).
+		defer l.busy.Add(-1)
 		if resp == nil {
 			return
 		}

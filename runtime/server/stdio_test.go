@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -102,4 +104,49 @@ func TestStdioSequentialCallsReuseWorkers(t *testing.T) {
 	if _, err := l.route(t.Context(), []byte(`{"jsonrpc":"2.0","id":100,"method":"tools/call","params":{"name":"tool_info"}}`+"\n")); err != errListenEnded {
 		t.Errorf("route after stop = %v, want errListenEnded", err)
 	}
+}
+
+// TestStdioReadsOnWhileAnAnswerWaits: a client slow to read one call's
+// answer does not stop kiln reading its next lines — the next call starts
+// and a ping reaches the SDK — as mcp-go's own loop kept reading.
+func TestStdioReadsOnWhileAnAnswerWaits(t *testing.T) {
+	s := newStdioTestServer(t, slog.New(slog.DiscardHandler))
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	sdk := &lockedBuffer{}
+	l := &stdioLoop{s: s, in: bufio.NewReader(inR), out: outW, sdk: sdk, slots: make(chan struct{}, stdioMaxCalls),
+		work: make(chan func()), read: make(chan error, 1)}
+	l.mu.Lock()
+	l.startRead(t.Context())
+	l.mu.Unlock()
+	call := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"tool_info","arguments":{"tool_name":"everything.get-sum"}}}`+"\n", i)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10s; the SDK got %q", what, sdk.String())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	fmt.Fprint(inW, call(1))
+	// Registered when read, removed once its answer is ready, before it
+	// is written to out, which nobody reads yet.
+	waitFor("call 1 answered", func() bool {
+		l.inflight.mu.Lock()
+		defer l.inflight.mu.Unlock()
+		return l.inflight.all != nil && len(l.inflight.all) == 0
+	})
+	go func() {
+		fmt.Fprint(inW, call(2))
+		fmt.Fprint(inW, `{"jsonrpc":"2.0","id":99,"method":"ping"}`+"\n")
+	}()
+	waitFor("the ping after call 2 reaches the SDK", func() bool { return strings.Contains(sdk.String(), `"id":99`) })
+	go io.Copy(io.Discard, outR)
+	inW.Close()
+	<-l.read
+	l.stop()
 }
