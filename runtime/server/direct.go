@@ -223,9 +223,10 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 		round := newRound(ctx, req)
 		if round != nil {
 			ctx = withRound(ctx, round)
-			if st := req.Params.RequestState; st != "" && s.exchanges.get(st) == nil {
+			if st := req.Params.RequestState; st != "" && !strings.HasPrefix(st, exchangePrefix) {
 				// Not kiln's state: the backend's own, from a round it
-				// asked (round.go).
+				// asked (round.go). Kiln's own, known or not, goes to
+				// serveCall, which resumes it or says it is gone.
 				return roundResult(ctx, round, call(s.observe(ctx, req), req.Params.RawArguments))
 			}
 		}

@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
@@ -314,5 +316,43 @@ func TestDirectInvalidArguments(t *testing.T) {
 	if !isErr || !strings.HasPrefix(text, "everything__get-sum: invalid arguments: ") || !strings.Contains(text, "/a") ||
 		!strings.Contains(text, "Expected arguments: ") || strings.Contains(text, "tool_info") {
 		t.Errorf("isError=%v text=%q", isErr, text)
+	}
+}
+
+// countingCaller counts backend calls; a test double standing for the
+// dispatcher, whose real behaviour is not under test here.
+type countingCaller struct{ n atomic.Int32 }
+
+func (c *countingCaller) CallTool(_ context.Context, backend, tool string, _ json.RawMessage) (*toolcall.Result, error) {
+	c.n.Add(1)
+	return toolcall.Text("ran " + backend + "." + tool), nil
+}
+
+// TestStaleKilnRequestStateIsRefused: a 2026-07-28 retry carrying a
+// requestState kiln issued, but which expired or lives on another replica,
+// is answered "no run waiting" and does not run the tool again; a state
+// that is not kiln's goes to the backend as its own.
+func TestStaleKilnRequestStateIsRefused(t *testing.T) {
+	env := newDirectServer(t, config.ExposeDirect, nil)
+	cc := &countingCaller{}
+	env.srv.opts.Chain = chain.New(chain.Options{Caller: cc, Registry: env.reg, Scrub: scrub.New(scrub.Options{}).Result})
+	ctx := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+		ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{}}})
+	call := func(state string) string {
+		req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "everything__image"}}
+		req.Params.RequestState = state
+		req.Params.RawArguments = json.RawMessage(`{}`)
+		res, err := env.srv.directHandler("everything__image", "everything", "image")(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res)
+		return string(b)
+	}
+	if got := call(exchangePrefix + "0123456789abcdef0123456789abcdef"); !strings.Contains(got, "names no run waiting") || cc.n.Load() != 0 {
+		t.Errorf("stale kiln state: %s, %d backend calls; want the refusal and none", got, cc.n.Load())
+	}
+	if got := call("backend-own-state"); !strings.Contains(got, "ran everything.image") || cc.n.Load() != 1 {
+		t.Errorf("a backend's own state: %s, %d backend calls; want it passed to the backend once", got, cc.n.Load())
 	}
 }

@@ -49,6 +49,12 @@ type question struct {
 	answer chan json.RawMessage
 }
 
+// exchangePrefix starts every requestState kiln issues, so a retry
+// carrying one that expired or belongs to another replica is answered
+// "no run waiting" instead of being taken for a backend's own state (and
+// the tool run again).
+const exchangePrefix = "kiln-x-"
+
 // exchanges holds the runs waiting for a client's answers, by token.
 type exchanges struct {
 	mu   sync.Mutex
@@ -235,7 +241,7 @@ func (s *Server) resumable(ctx context.Context, req mcp.CallToolRequest, args js
 	} else {
 		// The run outlives this request: it may go on across rounds.
 		run, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		ex = &exchange{token: randomToken(), cancel: cancel, done: make(chan *toolcall.Result, 1),
+		ex = &exchange{token: exchangePrefix + randomToken(), cancel: cancel, done: make(chan *toolcall.Result, 1),
 			wake: make(chan struct{}, 1), pending: map[string]*question{}, ended: run.Done()}
 		s.exchanges.add(ex)
 		run = s.observeWith(run, req, s.newCallClient(ctx, ex))

@@ -57,9 +57,9 @@ func TestScanRequestTopMembers(t *testing.T) {
 }
 
 // TestStdioSequentialCallsReuseWorkers: a client that sends its next call
-// when it has read an answer is served by two worker goroutines, whose
-// stacks have grown once, however many calls it makes: one serves a call
-// while the other reads on, then they swap.
+// when it has read an answer is served by two or three worker goroutines,
+// whose stacks have grown once, however many calls it makes: one serves a
+// call while another reads on, then they swap.
 func TestStdioSequentialCallsReuseWorkers(t *testing.T) {
 	s := newStdioTestServer(t, slog.New(slog.DiscardHandler))
 	inR, inW := io.Pipe()
@@ -95,8 +95,11 @@ func TestStdioSequentialCallsReuseWorkers(t *testing.T) {
 		t.Errorf("reading ended with %v, want EOF", err)
 	}
 	l.stop()
-	if l.nworkers != 2 {
-		t.Errorf("%d workers served 20 sequential calls, want 2", l.nworkers)
+	// Two take turns; a third may start once, when the next call is read
+	// before the worker that wrote the last answer counts itself idle
+	// (a worker stays busy until its answer is written).
+	if l.nworkers < 2 || l.nworkers > 3 {
+		t.Errorf("%d workers served 20 sequential calls, want 2 or 3", l.nworkers)
 	}
 	if got := sdk.String(); got != ping {
 		t.Errorf("the SDK got %q, want the ping only", got)
