@@ -25,13 +25,19 @@ done
 
 dir="$(mktemp -d "${TMPDIR:-/tmp}/kiln-fleet.XXXXXX")"
 pids=()
+# keep_logs is set when the fleet fails, so the logs it points to stay.
+keep_logs=""
 stop() {
 	trap - INT TERM EXIT
 	echo
 	echo "local-fleet: stopping"
 	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-	rm -rf "$dir"
+	if [[ -n "$keep_logs" ]]; then
+		echo "local-fleet: logs kept in $dir" >&2
+	else
+		rm -rf "$dir"
+	fi
 }
 trap 'stop; exit 130' INT TERM
 trap stop EXIT
@@ -44,6 +50,7 @@ wait_ready() {
 	done
 	echo "local-fleet: $2 did not answer $1 within 60s; its log:" >&2
 	tail -20 "$dir/${2##* }.log" >&2 2>/dev/null || true
+	keep_logs=1
 	exit 1
 }
 
@@ -52,6 +59,17 @@ redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$dir" --save "" --appe
 	--daemonize no --loglevel warning >"$dir/redis.log" 2>&1 &
 pids+=($!)
 state_url="redis://127.0.0.1:$redis_port/0"
+# The replicas refuse to start without their Redis: wait for it first.
+for _ in $(seq 300); do
+	(exec 3<>"/dev/tcp/127.0.0.1/$redis_port") 2>/dev/null && break
+	sleep 0.1
+done
+(exec 3<>"/dev/tcp/127.0.0.1/$redis_port") 2>/dev/null || {
+	echo "local-fleet: redis-server did not listen on port $redis_port within 30s; its log:" >&2
+	tail -20 "$dir/redis.log" >&2
+	keep_logs=1
+	exit 1
+}
 
 servers=""
 for i in 1 2 3; do
@@ -112,6 +130,8 @@ local-fleet: serving MCP at http://127.0.0.1:$port/mcp (3 replicas behind HAProx
 Try: register a backend through one replica and call it through another; kill -9 a replica
 (pids ${pids[1]} ${pids[2]} ${pids[3]}) and watch HAProxy move its sessions. Ctrl-C stops everything.
 MSG
-# Redis or HAProxy ending ends the fleet; a replica may be killed to try failover.
-wait -n "${pids[0]}" "${pids[4]}" || true
+# Redis or HAProxy ending ends the fleet; a replica may be killed to try
+# failover. (Polled: `wait -n PID...` needs bash 5.1.)
+while kill -0 "${pids[0]}" 2>/dev/null && kill -0 "${pids[4]}" 2>/dev/null; do sleep 1; done
+keep_logs=1
 echo "local-fleet: redis-server or haproxy exited; see $dir/redis.log and $dir/haproxy.log" >&2

@@ -201,12 +201,11 @@ func authLogin(ctx context.Context, cfg *config.Config, store oauth.TokenStore, 
 			return oauth.Callback{}, fmt.Errorf("no authorization arrived at %s within %s", redirect, loginTimeout)
 		}
 	}
-	mgr := oauth.NewManager(oauth.ManagerOptions{Store: store, Authorize: authorize, RedirectURL: redirect, Scopes: scopes})
-	// A login replaces whatever was stored: the person asked for a new one.
-	if err := mgr.Store().Update(b.Name, func(*oauth.Record) (*oauth.Record, error) { return nil, nil }); err != nil {
-		fmt.Fprintf(stderr, "kiln: %v\n", err)
-		return exitFail
-	}
+	// A login asks for a new token (the person asked for one) but stores
+	// it only once it works: until then the stored token, which a fleet
+	// may be using, stays.
+	login := oauth.NewLoginStore(store, b.Name)
+	mgr := oauth.NewManager(oauth.ManagerOptions{Store: login, Authorize: authorize, RedirectURL: redirect, Scopes: scopes})
 	hc, err := mgr.HTTPClient(b)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -226,7 +225,12 @@ func authLogin(ctx context.Context, cfg *config.Config, store oauth.TokenStore, 
 		fmt.Fprintf(stderr, "kiln auth login %s: logged in, but listing tools failed: %v\n", b.Name, err)
 		return exitFail
 	}
-	if r, _ := mgr.Store().Load(b.Name); r == nil {
+	stored, err := login.Commit()
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln auth login %s: logged in, but storing the token failed: %v\n", b.Name, err)
+		return exitFail
+	}
+	if !stored {
 		fmt.Fprintf(stderr, "kiln auth login %s: the backend accepted kiln without asking for authorization; nothing stored\n", b.Name)
 		return exitOK
 	}
