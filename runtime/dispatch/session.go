@@ -194,9 +194,10 @@ func (d *Dispatcher) dropSession(s *supervisor, sid string, sc *sessionConn) {
 		return
 	}
 	delete(s.sessions, sid)
+	idle := sc.idle
 	d.mu.Unlock()
-	if sc.idle != nil {
-		sc.idle.Stop()
+	if idle != nil {
+		idle.Stop()
 	}
 	if sc.conn != nil {
 		sc.conn.Close()
