@@ -40,10 +40,8 @@ func withClient(ctx context.Context) context.Context {
 
 // clientRequest routes a backend's request that came without a call in its
 // context: stdio and SSE backends before 2026-07-28 never say which call a
-// request belongs to. It goes to the client session that took the shared
-// session alone to be asked in-band (trackAlone), or else to the caller
-// when every call in flight on the backend comes from one client session;
-// with calls from several
+// request belongs to. It goes to the caller when every call in flight on
+// the backend comes from one client session; with calls from several
 // sessions it is refused, because asking the wrong user is worse than
 // failing. roots/list outside any call (servers ask at connect and after
 // roots/list_changed) goes to the only connected client session, if there
@@ -57,9 +55,8 @@ func (d *Dispatcher) clientRequest(ctx context.Context, name, method string, par
 func (d *Dispatcher) clientRequestOn(ctx context.Context, name, key, method string, params json.RawMessage) (json.RawMessage, error) {
 	d.obs.mu.Lock()
 	sessions := map[string]ClientSession{}
-	holder, held := d.obs.holderLocked(key)
 	for _, obs := range d.obs.byBackend[key] {
-		if obs.Client != nil && (!held || obs.Client.SessionID() == holder) {
+		if obs.Client != nil {
 			sessions[obs.Client.SessionID()] = obs.Client
 		}
 	}

@@ -116,31 +116,3 @@ func TestSessionOwnership(t *testing.T) {
 		done()
 	}
 }
-
-// A client session that took a backend's shared session alone to be asked
-// in-band keeps it: a later call from another session that asks nothing
-// in-band (a 2026-07-28 client, or one without sampling) joins the shared
-// session, but the backend's questions still go to the holder, and another
-// in-band session is sent to a session of its own.
-func TestInBandHolderKeepsTheSharedSession(t *testing.T) {
-	d := newDispatcher(t)
-	ada, carl := &session{id: "ada"}, &session{id: "carl"}
-	_, doneAda, ok := d.obs.trackAlone(WithObserver(t.Context(), &Observer{Client: ada}), "b", "ada")
-	if !ok {
-		t.Fatal("ada did not take the free shared session")
-	}
-	_, doneCarl := d.obs.track(WithObserver(t.Context(), &Observer{Client: carl}), "b")
-	got, err := d.clientRequestOn(t.Context(), "b", "b", "sampling/createMessage", json.RawMessage(`{}`))
-	if err != nil || string(got) != `{"from":"ada"}` {
-		t.Errorf("sampling during ada's call with carl's call in flight: %s, %v; want ada asked", got, err)
-	}
-	if _, _, ok := d.obs.trackAlone(WithObserver(t.Context(), &Observer{Client: &session{id: "bob"}}), "b", "bob"); ok {
-		t.Error("bob took the shared session ada holds")
-	}
-	doneAda()
-	// With the holder gone the usual rule applies: carl's call alone.
-	if got, err := d.clientRequestOn(t.Context(), "b", "b", "roots/list", json.RawMessage(`{}`)); err != nil || string(got) != `{"from":"carl"}` {
-		t.Errorf("after ada's call: %s, %v; want carl asked", got, err)
-	}
-	doneCarl()
-}

@@ -36,18 +36,6 @@ type observers struct {
 	mu        sync.Mutex
 	next      int64
 	byBackend map[string]map[string]*Observer // backend -> token -> observer
-	// holders counts, per backend, the calls of the client session that
-	// took its shared session alone to be asked in-band (trackAlone);
-	// while it holds it, the backend's requests are that session's even
-	// if other sessions' calls joined meanwhile.
-	holders map[string]holder
-}
-
-// holder is the client session asking in-band on a backend's shared
-// session, and its calls in flight there.
-type holder struct {
-	sid   string
-	calls int
 }
 
 // track registers ctx's observer for one call on backend and returns what
@@ -78,34 +66,8 @@ func (o *observers) trackAlone(ctx context.Context, backend, sid string) (opts b
 			return opts, nil, false
 		}
 	}
-	if h, ok := o.holders[backend]; ok && h.sid != sid {
-		return opts, nil, false
-	}
-	opts, untrack := o.trackLocked(obs, backend)
-	if o.holders == nil {
-		o.holders = map[string]holder{}
-	}
-	h := o.holders[backend]
-	h.sid, h.calls = sid, h.calls+1
-	o.holders[backend] = h
-	return opts, func() {
-		untrack()
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if h := o.holders[backend]; h.calls <= 1 {
-			delete(o.holders, backend)
-		} else {
-			h.calls--
-			o.holders[backend] = h
-		}
-	}, true
-}
-
-// holderLocked returns the client session holding backend's shared
-// session for in-band questions, if one does.
-func (o *observers) holderLocked(backend string) (string, bool) {
-	h, ok := o.holders[backend]
-	return h.sid, ok
+	opts, done = o.trackLocked(obs, backend)
+	return opts, done, true
 }
 
 func (o *observers) trackLocked(obs *Observer, backend string) (opts backendpkg.CallOptions, done func()) {
