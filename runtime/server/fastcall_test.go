@@ -74,13 +74,9 @@ func TestStdioCancelReachesFastCall(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	sdk := &lockedBuffer{}
-	l := &stdioLoop{s: s, in: bufio.NewReader(inR), out: outW, sdk: sdk, slots: make(chan struct{}, stdioMaxCalls),
-		work: make(chan func()), read: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	l.mu.Lock()
-	l.startRead(ctx)
-	l.mu.Unlock()
+	l := s.runStdioLoop(ctx, inR, outW, sdk)
 	slow := `{\"tool\":\"everything.slow\",\"arguments\":{}}`
 	fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"call_tool_chain","arguments":{"code":"%s","timeout":60000},%s}}`+"\n", slow, modernMeta)
 	cancelLine := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c1","reason":"test"}}` + "\n"

@@ -64,12 +64,8 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	case err := <-listened:
 		return err
 	}
-	loop := &stdioLoop{s: s, in: bufio.NewReader(in), out: lw, sdk: pw, slots: make(chan struct{}, stdioMaxCalls),
-		work: make(chan func()), read: make(chan error, 1)}
 	callCtx, cancelCalls := context.WithCancel(sctx)
-	loop.mu.Lock()
-	loop.startRead(callCtx)
-	loop.mu.Unlock()
+	loop := s.runStdioLoop(callCtx, in, lw, pw)
 	var readErr error
 	select {
 	case readErr = <-loop.read:
@@ -116,6 +112,18 @@ type stdioLoop struct {
 	busy     atomic.Int32   // workers given a task that is not done
 	calls    sync.WaitGroup // calls in flight
 	inflight inflight       // their cancel functions, by id
+}
+
+// runStdioLoop starts reading in on a worker: tools/call lines are served
+// and answered on out, every other line goes to sdk. Reading ends (loop.read)
+// with in or ctx.
+func (s *Server) runStdioLoop(ctx context.Context, in io.Reader, out, sdk io.Writer) *stdioLoop {
+	l := &stdioLoop{s: s, in: bufio.NewReader(in), out: out, sdk: sdk, slots: make(chan struct{}, stdioMaxCalls),
+		work: make(chan func()), read: make(chan error, 1)}
+	l.mu.Lock()
+	l.startRead(ctx)
+	l.mu.Unlock()
+	return l
 }
 
 // stop waits for the calls in flight and refuses new ones. The worker

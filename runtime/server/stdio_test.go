@@ -65,11 +65,7 @@ func TestStdioSequentialCallsReuseWorkers(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	sdk := &lockedBuffer{}
-	l := &stdioLoop{s: s, in: bufio.NewReader(inR), out: outW, sdk: sdk, slots: make(chan struct{}, stdioMaxCalls),
-		work: make(chan func()), read: make(chan error, 1)}
-	l.mu.Lock()
-	l.startRead(t.Context())
-	l.mu.Unlock()
+	l := s.runStdioLoop(t.Context(), inR, outW, sdk)
 	answers := bufio.NewReader(outR)
 	for i := range 20 {
 		fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"tool_info","arguments":{"tool_name":"everything.get-sum"}}}`+"\n", i)
@@ -117,11 +113,7 @@ func TestStdioReadsOnWhileAnAnswerWaits(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	sdk := &lockedBuffer{}
-	l := &stdioLoop{s: s, in: bufio.NewReader(inR), out: outW, sdk: sdk, slots: make(chan struct{}, stdioMaxCalls),
-		work: make(chan func()), read: make(chan error, 1)}
-	l.mu.Lock()
-	l.startRead(t.Context())
-	l.mu.Unlock()
+	l := s.runStdioLoop(t.Context(), inR, outW, sdk)
 	call := func(i int) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"tool_info","arguments":{"tool_name":"everything.get-sum"}}}`+"\n", i)
 	}

@@ -16,9 +16,10 @@ import (
 // the server exists, so attach replays a refresh for those already
 // connected.
 type passthroughHub struct {
-	srv     atomic.Pointer[server.Server]
-	log     *slog.Logger
-	timeout time.Duration
+	srv atomic.Pointer[server.Server]
+	log *slog.Logger
+	// timeout is gateway.connect_timeout as the config says now.
+	timeout func() time.Duration
 }
 
 func (h *passthroughHub) refresh(ctx context.Context, name string, kinds ...string) {
@@ -26,7 +27,7 @@ func (h *passthroughHub) refresh(ctx context.Context, name string, kinds ...stri
 	if s == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	ctx, cancel := context.WithTimeout(ctx, h.timeout())
 	defer cancel()
 	if err := s.Refresh(ctx, name, kinds...); err != nil {
 		h.log.Warn("could not refresh a backend's resources and prompts", "backend", name, "err", err)

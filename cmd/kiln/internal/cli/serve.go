@@ -161,13 +161,14 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// may announce changes before it exists.
 	var srvRef atomic.Pointer[server.Server]
 	refresh := func(name string) {
-		ctx, cancel := context.WithTimeout(ctx, cfg.Gateway.ConnectTimeout)
+		// connect_timeout applies on reload: read the config as it is now.
+		ctx, cancel := context.WithTimeout(ctx, op.cfg.Load().Gateway.ConnectTimeout)
 		defer cancel()
 		if err := cat.Refresh(ctx, name); err != nil {
 			log.Warn("could not refresh a backend's tools", "backend", name, "err", err)
 		}
 	}
-	hub := &passthroughHub{log: log, timeout: cfg.Gateway.ConnectTimeout}
+	hub := &passthroughHub{log: log, timeout: func() time.Duration { return op.cfg.Load().Gateway.ConnectTimeout }}
 	tokens := oauth.NewManager(oauth.ManagerOptions{Store: st.tokens(cfg), OnSecret: learnTokens(scrubber), Logger: log})
 	defer tokens.Close() // runs after the dispatcher closes its backends
 	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: uses.Record,
