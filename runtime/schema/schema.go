@@ -62,6 +62,7 @@ type Validator struct {
 type entry struct {
 	once   sync.Once
 	schema *jsonschema.Schema
+	quick  *quick // nil when the schema uses a keyword quick does not judge
 	err    error
 }
 
@@ -73,9 +74,13 @@ func New() *Validator { return &Validator{cache: map[string]*entry{}} }
 // backend still validates its own input, and kiln must not refuse every
 // call because of a keyword it does not understand.
 func (v *Validator) Compile(key string, schema json.RawMessage) error {
+	return v.compiled(key, schema).err
+}
+
+func (v *Validator) compiled(key string, schema json.RawMessage) *entry {
 	e := v.entry(key)
-	e.once.Do(func() { e.schema, e.err = compile(key, schema) })
-	return e.err
+	e.once.Do(func() { e.schema, e.quick, e.err = compile(key, schema) })
+	return e
 }
 
 func (v *Validator) entry(key string) *entry {
@@ -94,12 +99,16 @@ func (v *Validator) entry(key string) *entry {
 // error when args is not JSON, and nil when the schema could not be
 // compiled (see Compile).
 func (v *Validator) Validate(key string, schema, args json.RawMessage) error {
-	if err := v.Compile(key, schema); err != nil {
+	e := v.compiled(key, schema)
+	if e.err != nil {
 		return nil
 	}
-	sch := v.entry(key).schema
+	sch := e.schema
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
+	}
+	if e.quick != nil && e.quick.valid(args) {
+		return nil
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
@@ -116,23 +125,23 @@ func (v *Validator) Validate(key string, schema, args json.RawMessage) error {
 	return err
 }
 
-func compile(key string, schema json.RawMessage) (*jsonschema.Schema, error) {
+func compile(key string, schema json.RawMessage) (*jsonschema.Schema, *quick, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
-		return nil, fmt.Errorf("schema for %s is not valid JSON: %w", key, err)
+		return nil, nil, fmt.Errorf("schema for %s is not valid JSON: %w", key, err)
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noLoader{})
 	c.UseRegexpEngine(ecmaRegexp)
 	url := "kiln:///" + key + ".json"
 	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("schema for %s: %w", key, err)
+		return nil, nil, fmt.Errorf("schema for %s: %w", key, err)
 	}
 	sch, err := c.Compile(url)
 	if err != nil {
-		return nil, fmt.Errorf("schema for %s does not compile: %w", key, err)
+		return nil, nil, fmt.Errorf("schema for %s does not compile: %w", key, err)
 	}
-	return sch, nil
+	return sch, quickCompile(doc), nil
 }
 
 // noLoader refuses every external $ref: the default loader reads file://
