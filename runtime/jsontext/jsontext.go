@@ -129,3 +129,68 @@ func Depth(s string, stop int) int {
 	}
 	return deepest
 }
+
+// SkipValue returns the index just past the value that starts at or after
+// s[i]. s must be valid JSON (json.Valid): SkipValue checks nothing, which
+// is what makes it cheaper than a decode when a caller only needs to find
+// a few members of a large document.
+func SkipValue(s string, i int) int {
+	i = SkipSpace(s, i)
+	switch s[i] {
+	case '"':
+		end, _ := StringEnd(s, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for {
+			switch s[i] {
+			case '"':
+				i, _ = StringEnd(s, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			i++
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	for i < len(s) {
+		switch s[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// Members calls f with each member of the object s, valid JSON, in order:
+// the key as written (quotes and any escapes included) and the value's
+// text, until f returns false. It reports false when s is not an object.
+func Members(s string, f func(key, value string) bool) bool {
+	i := SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return false
+	}
+	for i++; ; {
+		i = SkipSpace(s, i)
+		if s[i] == '}' {
+			return true
+		}
+		if s[i] == ',' {
+			i = SkipSpace(s, i+1)
+		}
+		keyEnd, _ := StringEnd(s, i)
+		key := s[i:keyEnd]
+		start := SkipSpace(s, SkipSpace(s, keyEnd)+1) // past the colon
+		end := SkipValue(s, start)
+		if !f(key, s[start:end]) {
+			return true
+		}
+		i = end
+	}
+}

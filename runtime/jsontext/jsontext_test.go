@@ -2,6 +2,8 @@ package jsontext
 
 import (
 	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -135,4 +137,58 @@ func TestDepth(t *testing.T) {
 			t.Errorf("Depth(%q, %d) = %d, want %d", c.s, c.stop, got, c.want)
 		}
 	}
+}
+
+func TestMembersAndSkipValue(t *testing.T) {
+	doc := ` { "a" : 1 , "b\"c":{"x":[1,"]}",{}]}, "d":"s\\","e":true,"f":null,"g":-1.5e3 } `
+	var got []string
+	if !Members(doc, func(k, v string) bool { got = append(got, k+"="+v); return true }) {
+		t.Fatal("Members: not an object")
+	}
+	want := []string{`"a"=1`, `"b\"c"={"x":[1,"]}",{}]}`, `"d"="s\\"`, `"e"=true`, `"f"=null`, `"g"=-1.5e3`}
+	if !slices.Equal(got, want) {
+		t.Errorf("Members = %q, want %q", got, want)
+	}
+	n := 0
+	Members(doc, func(k, v string) bool { n++; return k != `"b\"c"` })
+	if n != 2 {
+		t.Errorf("Members went on after f returned false: %d calls", n)
+	}
+	if Members(`[1]`, func(string, string) bool { return true }) {
+		t.Error("Members accepts an array")
+	}
+	if !Members(`{}`, func(string, string) bool { t.Error("member in {}"); return true }) {
+		t.Error("Members refuses {}")
+	}
+}
+
+// FuzzMembers: the members Members finds, put back together, are the
+// object it was given.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, ` {"a" : [1,{"b":"}"}] , "c":"\""}`, `{"k":{"n":{"m":[[],{}]}},"z":-0.1e+5}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var want map[string]any
+		if !json.Valid([]byte(s)) || json.Unmarshal([]byte(s), &want) != nil {
+			return
+		}
+		var b strings.Builder
+		b.WriteByte('{')
+		Members(s, func(k, v string) bool {
+			if b.Len() > 1 {
+				b.WriteByte(',')
+			}
+			b.WriteString(k + ":" + v)
+			return true
+		})
+		b.WriteByte('}')
+		var got map[string]any
+		if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
+			t.Fatalf("members of %q rebuilt as %q: %v", s, b.String(), err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("members of %q rebuilt as %q", s, b.String())
+		}
+	})
 }

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // quick is a check compiled from a schema that uses only the keywords most
@@ -219,61 +222,49 @@ func scalarJSON(v any) (string, bool) {
 
 // valid reports whether args, one JSON object, certainly satisfies q.
 func (q *quick) valid(args []byte) bool {
-	if !json.Valid(args) {
+	if len(args) == 0 || !json.Valid(args) {
 		return false
 	}
-	s := scanner{b: args}
-	s.space()
-	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		return false
-	}
-	return s.value(q) && s.i == len(bytesTrimRight(s.b))
+	// A view, not a copy: args is not changed while valid runs, and a
+	// program's text can be large.
+	s := scanner{s: unsafe.String(unsafe.SliceData(args), len(args))}
+	s.i = jsontext.SkipSpace(s.s, 0)
+	return s.s[s.i] == '{' && s.value(q)
 }
 
 // scanner walks JSON text that json.Valid accepted.
 type scanner struct {
-	b []byte
+	s string
 	i int
-}
-
-func (s *scanner) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
 }
 
 // value checks the value at s.i against q and moves past it.
 func (s *scanner) value(q *quick) bool {
-	s.space()
+	s.i = jsontext.SkipSpace(s.s, s.i)
 	start := s.i
-	switch c := s.b[s.i]; {
+	switch c := s.s[s.i]; {
 	case c == '{':
 		return s.object(q)
 	case c == '[':
 		return s.array(q)
+	}
+	s.i = jsontext.SkipValue(s.s, s.i)
+	token := s.s[start:s.i]
+	switch c := token[0]; {
 	case c == '"':
-		escaped := s.str()
-		return q.accepts(typeString) && q.enumHas(s.b[start:s.i]) && q.stringLength(s.b[start:s.i], escaped)
+		return q.accepts(typeString) && q.enumHas(token) && q.stringLength(token)
 	case c == 't' || c == 'f':
-		s.literal()
-		return q.accepts(typeBoolean) && q.enumHas(s.b[start:s.i])
+		return q.accepts(typeBoolean) && q.enumHas(token)
 	case c == 'n':
-		s.literal()
-		return q.accepts(typeNull) && q.enumHas(s.b[start:s.i])
+		return q.accepts(typeNull) && q.enumHas(token)
 	default:
-		s.literal()
-		return q.number(s.b[start:s.i])
+		return q.number(token)
 	}
 }
 
 func (q *quick) accepts(t typeSet) bool { return q.types == 0 || q.types&t != 0 }
 
-func (q *quick) enumHas(token []byte) bool {
+func (q *quick) enumHas(token string) bool {
 	if q.enum == nil {
 		return true
 	}
@@ -285,13 +276,14 @@ func (q *quick) enumHas(token []byte) bool {
 	return false
 }
 
-func (q *quick) stringLength(token []byte, escaped bool) bool {
+func (q *quick) stringLength(token string) bool {
 	if q.minLength < 0 && q.maxLength < 0 {
 		return true
 	}
-	n := utf8.RuneCount(token[1 : len(token)-1])
-	if escaped {
-		n = escapedRunes(token[1 : len(token)-1])
+	text := token[1 : len(token)-1]
+	n := utf8.RuneCountInString(text)
+	if strings.IndexByte(text, '\\') >= 0 {
+		n = escapedRunes(text)
 	}
 	return (q.minLength < 0 || n >= q.minLength) && (q.maxLength < 0 || n <= q.maxLength)
 }
@@ -300,11 +292,11 @@ func (q *quick) stringLength(token []byte, escaped bool) bool {
 // encoding/json decodes it: an escape is one character, except a \u pair
 // of surrogates, which is one together; an invalid UTF-8 byte is one
 // (U+FFFD), as in utf8.RuneCount.
-func escapedRunes(text []byte) int {
+func escapedRunes(text string) int {
 	n := 0
 	for i := 0; i < len(text); n++ {
 		if text[i] != '\\' {
-			_, size := utf8.DecodeRune(text[i:])
+			_, size := utf8.DecodeRuneInString(text[i:])
 			i += size
 			continue
 		}
@@ -323,9 +315,9 @@ func escapedRunes(text []byte) int {
 	return n
 }
 
-func hex4(b []byte) rune {
+func hex4(b string) rune {
 	var r rune
-	for _, c := range b {
+	for _, c := range []byte(b) {
 		switch {
 		case c >= '0' && c <= '9':
 			r = r<<4 | rune(c-'0')
@@ -341,11 +333,11 @@ func hex4(b []byte) rune {
 // number judges a number token: only integer literals are compared or
 // called integers (1.0 and 1e2 are integers to JSON Schema too, but the
 // full validator decides those).
-func (q *quick) number(token []byte) bool {
+func (q *quick) number(token string) bool {
 	if q.enum != nil {
 		return false
 	}
-	integral := !strings.ContainsAny(string(token), ".eE")
+	integral := !strings.ContainsAny(token, ".eE")
 	bounded := q.minimum != math.MinInt64 || q.maximum != math.MaxInt64
 	switch {
 	case q.types != 0 && q.types&typeNumber == 0 && !(integral && q.types&typeInteger != 0):
@@ -355,39 +347,36 @@ func (q *quick) number(token []byte) bool {
 	case !integral:
 		return false
 	}
-	n, err := strconv.ParseInt(string(token), 10, 64)
+	n, err := strconv.ParseInt(token, 10, 64)
 	return err == nil && n >= q.minimum && n <= q.maximum
 }
 
 func (s *scanner) object(q *quick) bool {
-	if !q.accepts(typeObject) || q.enum != nil {
+	if !q.accepts(typeObject) || q.enum != nil || len(q.required) > 64 {
 		return false
 	}
 	var seen uint64 // bit i: required[i] present
-	if len(q.required) > 64 {
-		return false
-	}
-	s.i++ // {
+	s.i++           // {
 	for {
-		s.space()
-		if s.b[s.i] == '}' {
+		s.i = jsontext.SkipSpace(s.s, s.i)
+		switch s.s[s.i] {
+		case '}':
 			s.i++
-			break
+			return seen == 1<<len(q.required)-1
+		case ',':
+			s.i = jsontext.SkipSpace(s.s, s.i+1)
 		}
 		start := s.i
-		var key []byte
-		if s.str() {
-			var decoded string
-			if json.Unmarshal(s.b[start:s.i], &decoded) != nil {
+		s.i, _ = jsontext.StringEnd(s.s, s.i)
+		key := s.s[start+1 : s.i-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			var ok bool
+			if key, ok = unescape(s.s[start:s.i]); !ok {
 				return false
 			}
-			key = []byte(decoded)
-		} else {
-			key = s.b[start+1 : s.i-1]
 		}
-		s.space()
-		s.i++ // :
-		sub := q.props[string(key)]
+		s.i = jsontext.SkipSpace(s.s, s.i) + 1 // past the colon
+		sub := q.props[key]
 		switch {
 		case sub != nil:
 		case q.noAdditional:
@@ -396,21 +385,24 @@ func (s *scanner) object(q *quick) bool {
 			sub = q.additional
 		}
 		if sub == nil {
-			s.skip()
+			s.i = jsontext.SkipValue(s.s, s.i)
 		} else if !s.value(sub) {
 			return false
 		}
 		for i, r := range q.required {
-			if r == string(key) {
+			if r == key {
 				seen |= 1 << i
 			}
 		}
-		s.space()
-		if s.b[s.i] == ',' {
-			s.i++
-		}
 	}
-	return seen == 1<<len(q.required)-1
+}
+
+// unescape decodes a key written with escapes (kept apart so that the
+// common key does not escape to the heap).
+func unescape(token string) (string, bool) {
+	var k string
+	err := json.Unmarshal([]byte(token), &k)
+	return k, err == nil
 }
 
 func (s *scanner) array(q *quick) bool {
@@ -420,89 +412,20 @@ func (s *scanner) array(q *quick) bool {
 	s.i++ // [
 	n := 0
 	for {
-		s.space()
-		if s.b[s.i] == ']' {
+		s.i = jsontext.SkipSpace(s.s, s.i)
+		switch s.s[s.i] {
+		case ']':
 			s.i++
-			break
+			return (q.minItems < 0 || n >= q.minItems) && (q.maxItems < 0 || n <= q.maxItems)
+		case ',':
+			s.i++
+			continue
 		}
 		if q.items == nil {
-			s.skip()
+			s.i = jsontext.SkipValue(s.s, s.i)
 		} else if !s.value(q.items) {
 			return false
 		}
 		n++
-		s.space()
-		if s.b[s.i] == ',' {
-			s.i++
-		}
 	}
-	return (q.minItems < 0 || n >= q.minItems) && (q.maxItems < 0 || n <= q.maxItems)
-}
-
-// str moves past the string at s.i and reports whether it holds escapes.
-func (s *scanner) str() (escaped bool) {
-	s.i++ // "
-	for {
-		switch s.b[s.i] {
-		case '"':
-			s.i++
-			return escaped
-		case '\\':
-			escaped = true
-			s.i += 2
-		default:
-			s.i++
-		}
-	}
-}
-
-// literal moves past a number, true, false or null.
-func (s *scanner) literal() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return
-		}
-		s.i++
-	}
-}
-
-// skip moves past any value.
-func (s *scanner) skip() {
-	s.space()
-	switch s.b[s.i] {
-	case '"':
-		s.str()
-	case '{', '[':
-		depth := 0
-		for {
-			switch s.b[s.i] {
-			case '"':
-				s.str()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			s.i++
-			if depth == 0 {
-				return
-			}
-		}
-	default:
-		s.literal()
-	}
-}
-
-func bytesTrimRight(b []byte) []byte {
-	for len(b) > 0 {
-		switch b[len(b)-1] {
-		case ' ', '\t', '\n', '\r':
-			b = b[:len(b)-1]
-		default:
-			return b
-		}
-	}
-	return b
 }

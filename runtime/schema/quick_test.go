@@ -165,7 +165,7 @@ func TestEscapedRunesCountsAsDecoded(t *testing.T) {
 		if err := jsonUnmarshalString(`"`+s+`"`, &decoded); err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
-		if got, want := escapedRunes([]byte(s)), utf8.RuneCountInString(decoded); got != want {
+		if got, want := escapedRunes(s), utf8.RuneCountInString(decoded); got != want {
 			t.Errorf("escapedRunes(%s) = %d, want %d", s, got, want)
 		}
 	}
