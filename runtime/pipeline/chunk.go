@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // Limits of the JSON summaries. They keep a summary of a multi-megabyte
@@ -68,12 +70,12 @@ func collapseUniform(t string) (string, bool) {
 	var keys []string
 	seen := map[string]bool{}
 	n := 0
-	for e := range elements(t) {
+	for e := range jsontext.Elements(t) {
 		if e[0] != '{' {
 			return "", false
 		}
 		m := 0
-		for k := range members(e) {
+		for k := range jsontext.Members(e) {
 			if n == 0 && !seen[k] {
 				seen[k] = true
 				keys = append(keys, k)
@@ -89,7 +91,7 @@ func collapseUniform(t string) (string, bool) {
 	}
 	names := make([]string, len(keys))
 	for i, k := range keys {
-		names[i] = decodeString(k)
+		names[i] = jsontext.DecodeString(k)
 	}
 	idKey := ""
 	for _, f := range identityFields {
@@ -100,7 +102,7 @@ func collapseUniform(t string) (string, bool) {
 	}
 	var first, ids []string
 	size := 0
-	for e := range elements(t) {
+	for e := range jsontext.Elements(t) {
 		switch {
 		case len(ids) == 0 && len(first) < firstItems && (len(first) == 0 || size+len(e) <= firstBudget):
 			first = append(first, e)
@@ -117,7 +119,7 @@ func collapseUniform(t string) (string, bool) {
 
 	var b bytes.Buffer
 	b.WriteString(`{"kiln_summary":`)
-	b.Write(appendJSONString(nil, uniformSummary(n, len(first), decodeString(idKey))))
+	b.Write(appendJSONString(nil, uniformSummary(n, len(first), jsontext.DecodeString(idKey))))
 	b.WriteString(`,"count":` + strconv.Itoa(n) + `,"keys":[`)
 	for i, k := range names {
 		b.WriteString(sep(i, "", ","))
@@ -131,7 +133,7 @@ func collapseUniform(t string) (string, bool) {
 	b.WriteString("]")
 	if idKey != "" {
 		b.WriteString(",\n" + `"identity_key":`)
-		b.Write(appendJSONString(b.AvailableBuffer(), decodeString(idKey)))
+		b.Write(appendJSONString(b.AvailableBuffer(), jsontext.DecodeString(idKey)))
 		b.WriteString(`,"remaining_ids":[`)
 		for i, id := range ids {
 			b.WriteString(sep(i, "", ","))
@@ -166,7 +168,7 @@ func sep(i int, first, rest string) string {
 
 // memberValue returns the value of the raw key in object e, or "".
 func memberValue(e, rawKey string) string {
-	for k, v := range members(e) {
+	for k, v := range jsontext.Members(e) {
 		if k == rawKey {
 			return v
 		}
@@ -182,11 +184,11 @@ func identity(e string) string {
 		return ""
 	case '{':
 		best, val := len(identityFields), ""
-		for k, v := range members(e) {
+		for k, v := range jsontext.Members(e) {
 			if v[0] == '{' || v[0] == '[' {
 				continue
 			}
-			if i := slices.Index(identityFields, decodeString(k)); i >= 0 && i < best {
+			if i := slices.Index(identityFields, jsontext.DecodeString(k)); i >= 0 && i < best {
 				best, val = i, v
 			}
 		}
@@ -202,7 +204,7 @@ func writeIdentity(b *bytes.Buffer, v string) {
 	case v == "" || v[0] == '{' || v[0] == '[':
 		b.WriteString("null")
 	case v[0] == '"':
-		b.Write(appendJSONString(b.AvailableBuffer(), clip(decodeString(v), idClip)))
+		b.Write(appendJSONString(b.AvailableBuffer(), clip(jsontext.DecodeString(v), idClip)))
 	default:
 		b.WriteString(v)
 	}
@@ -266,12 +268,12 @@ func (c *pathChunker) walk(v string, depth int) {
 	case v[0] == '"':
 		if b := c.open(); b != nil {
 			b.WriteString(`,"bytes":` + strconv.Itoa(len(v)) + `,"preview":`)
-			b.Write(appendJSONString(b.AvailableBuffer(), clip(decodeString(v), previewClip)))
+			b.Write(appendJSONString(b.AvailableBuffer(), clip(jsontext.DecodeString(v), previewClip)))
 			c.close()
 		}
 	case v[0] == '{' && depth < maxDepth:
-		for k, m := range members(v) {
-			c.path = append(c.path, decodeString(k))
+		for k, m := range jsontext.Members(v) {
+			c.path = append(c.path, jsontext.DecodeString(k))
 			c.walk(m, depth+1)
 			c.path = c.path[:len(c.path)-1]
 		}
@@ -287,9 +289,9 @@ func (c *pathChunker) walk(v string, depth int) {
 }
 
 func (c *pathChunker) walkArray(v string, depth int) {
-	n := count(elements(v))
+	n := count(jsontext.Elements(v))
 	if n == 1 && depth < maxDepth {
-		for e := range elements(v) {
+		for e := range jsontext.Elements(v) {
 			c.path = append(c.path, "[0]")
 			c.walk(e, depth+1)
 			c.path = c.path[:len(c.path)-1]
@@ -317,7 +319,7 @@ func (c *pathChunker) walkArray(v string, depth int) {
 		c.path = c.path[:len(c.path)-1]
 		group = group[:0]
 	}
-	for e := range elements(v) {
+	for e := range jsontext.Elements(v) {
 		group = append(group, e)
 		i++
 		if len(group) == groupSize {
@@ -377,13 +379,13 @@ func writeGroup(b *bytes.Buffer, group []string) {
 func writeKeys(b *bytes.Buffer, obj string) {
 	b.WriteByte('[')
 	n := 0
-	for k := range members(obj) {
+	for k := range jsontext.Members(obj) {
 		if n == maxKeys {
 			b.WriteString(`,"…"`)
 			break
 		}
 		b.WriteString(sep(n, "", ","))
-		b.Write(appendJSONString(b.AvailableBuffer(), decodeString(k)))
+		b.Write(appendJSONString(b.AvailableBuffer(), jsontext.DecodeString(k)))
 		n++
 	}
 	b.WriteByte(']')

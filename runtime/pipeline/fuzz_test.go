@@ -130,3 +130,19 @@ func splitsAtMarker(in, out string) bool {
 		}
 	}
 }
+
+// FuzzTextBlock: the scan finds the same text a full decode does.
+func FuzzTextBlock(f *testing.F) {
+	for _, s := range []string{`{"type":"text","text":"hi"}`, `{"text":"a\"b","type":"text"}`, `{"type":"te\u0078t","text":"x"}`,
+		`{"typ\u0065":"text","text":"x"}`, `{"type":"text","text":1}`, `{"type":"image","data":"x"}`, `{"type":"text"}`,
+		`{"type":"text","text":"a","text":"b"}`, `{"TYPE":"text","text":"x"}`, `[]`, `{"type":"text","text":null}`, ` {"type":"text","text":"x"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		gotText, gotOK := textBlock(json.RawMessage(s))
+		wantText, wantOK := decodedText(json.RawMessage(s))
+		if gotText != wantText || gotOK != wantOK {
+			t.Fatalf("textBlock(%q) = %q, %v; a full decode finds %q, %v", s, gotText, gotOK, wantText, wantOK)
+		}
+	})
+}

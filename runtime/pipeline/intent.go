@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 const (
@@ -286,7 +288,7 @@ func filterJSON(t string, terms []string) (string, string, bool) {
 	b.WriteByte('[')
 	kept, n := 0, 0
 	var vals []byte
-	for e := range elements(arr) {
+	for e := range jsontext.Elements(arr) {
 		n++
 		vals = appendValues(vals[:0], e, 0)
 		if mentions(strings.ToLower(string(vals)), terms) {
@@ -317,22 +319,22 @@ func walkArrays(t string, fn func(start, end int, path []string)) {
 			return
 		}
 		if v[0] == '{' {
-			for i := firstEntry(v); i >= 0; {
-				k, start, end := scanMember(v, i)
-				path = append(path, decodeString(k))
+			for i := jsontext.FirstEntry(v); i >= 0; {
+				k, start, end := jsontext.ScanMember(v, i)
+				path = append(path, jsontext.DecodeString(k))
 				walk(base+start, depth+1, v[start:end])
 				path = path[:len(path)-1]
-				i = nextEntry(v, end)
+				i = jsontext.NextEntry(v, end)
 			}
 			return
 		}
 		n := 0
-		for i := firstEntry(v); i >= 0; n++ {
-			end := valueEnd(v, i)
+		for i := jsontext.FirstEntry(v); i >= 0; n++ {
+			end := jsontext.ValueEnd(v, i)
 			path = append(path, "["+strconv.Itoa(n)+"]")
 			walk(base+i, depth+1, v[i:end])
 			path = path[:len(path)-1]
-			i = nextEntry(v, end)
+			i = jsontext.NextEntry(v, end)
 		}
 		if n >= 2 {
 			fn(base, base+len(v), path)
@@ -346,15 +348,15 @@ func walkArrays(t string, fn func(start, end int, path []string)) {
 func appendValues(dst []byte, v string, depth int) []byte {
 	switch {
 	case v[0] == '{' && depth < maxArrayDep:
-		for _, m := range members(v) {
+		for _, m := range jsontext.Members(v) {
 			dst = appendValues(dst, m, depth+1)
 		}
 	case v[0] == '[' && depth < maxArrayDep:
-		for e := range elements(v) {
+		for e := range jsontext.Elements(v) {
 			dst = appendValues(dst, e, depth+1)
 		}
 	case v[0] == '"':
-		dst = append(dst, decodeString(v)...)
+		dst = append(dst, jsontext.DecodeString(v)...)
 		dst = append(dst, ' ')
 	case v[0] != '{' && v[0] != '[':
 		dst = append(dst, v...)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -76,7 +77,7 @@ func Result(r *toolcall.Result, o Options) (*toolcall.Result, Stats) {
 	var total Stats
 	budget := o.MaxOutputSize
 	for _, raw := range r.Content {
-		fields, text, ok := textBlock(raw)
+		text, ok := textBlock(raw)
 		if !ok {
 			out.Content = append(out.Content, raw)
 			continue
@@ -95,29 +96,68 @@ func Result(r *toolcall.Result, o Options) (*toolcall.Result, Stats) {
 			out.Content = append(out.Content, raw)
 			continue
 		}
-		fields["text"] = appendJSONString(nil, got)
-		block, err := json.Marshal(fields)
-		if err != nil { // fields came from json.Unmarshal; cannot happen
-			out.Content = append(out.Content, raw)
-			continue
-		}
-		out.Content = append(out.Content, block)
+		out.Content = append(out.Content, withText(raw, got))
 	}
 	return &out, total
 }
 
-// textBlock decodes a content block of type "text" with a string text.
-func textBlock(raw json.RawMessage) (map[string]json.RawMessage, string, bool) {
+// textBlock returns the text of a content block of type "text" with a
+// string text. It finds the two members without decoding the block: a
+// map of every member was a tenth of a short tool call's CPU
+// (BenchmarkEchoHop); withText decodes one when the text changes.
+func textBlock(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+		return decodedText(raw)
+	}
+	block := string(raw)
+	var typ, text string
+	for k, v := range jsontext.Members(block) {
+		switch k {
+		case `"type"`:
+			typ = v
+		case `"text"`:
+			text = v
+		default:
+			if strings.IndexByte(k, '\\') >= 0 {
+				// A key spelled with escapes: let the decoder judge.
+				return decodedText(raw)
+			}
+		}
+	}
+	if typ != `"text"` || len(text) == 0 || text[0] != '"' {
+		return decodedText(raw)
+	}
+	return jsontext.DecodeString(text), true
+}
+
+// decodedText is textBlock by a full decode, for blocks the scan cannot
+// judge on its own (an escaped key or type).
+func decodedText(raw json.RawMessage) (string, bool) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(raw, &fields) != nil {
-		return nil, "", false
+		return "", false
 	}
 	var typ, text string
 	if json.Unmarshal(fields["type"], &typ) != nil || typ != "text" ||
 		json.Unmarshal(fields["text"], &text) != nil {
-		return nil, "", false
+		return "", false
 	}
-	return fields, text, true
+	return text, true
+}
+
+// withText returns the text block raw with its text replaced, its other
+// members as they were.
+func withText(raw json.RawMessage, text string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil { // textBlock accepted raw; cannot happen
+		return raw
+	}
+	fields["text"] = appendJSONString(nil, text)
+	block, err := json.Marshal(fields)
+	if err != nil {
+		return raw
+	}
+	return block
 }
 
 // run is Text with an explicit byte limit, which Result shares among blocks.

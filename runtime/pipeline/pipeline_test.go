@@ -219,7 +219,7 @@ func TestResultSharesBudget(t *testing.T) {
 	}
 	// The second block is cut to what the first left, head and tail; the
 	// third finds nothing left.
-	if _, second, _ := textBlock(got.Content[2]); !lineMarker.MatchString(second) {
+	if second, _ := textBlock(got.Content[2]); !lineMarker.MatchString(second) {
 		t.Errorf("second block was not smart-truncated: %s", got.Content[2])
 	}
 	diff(t, "stages", []string{StageTruncate, StageCap, StageFooter}, st.Stages)

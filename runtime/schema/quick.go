@@ -248,7 +248,7 @@ func (s *scanner) value(q *quick) bool {
 	case c == '[':
 		return s.array(q)
 	}
-	s.i = jsontext.SkipValue(s.s, s.i)
+	s.i = jsontext.ValueEnd(s.s, s.i)
 	token := s.s[start:s.i]
 	switch c := token[0]; {
 	case c == '"':
@@ -385,7 +385,7 @@ func (s *scanner) object(q *quick) bool {
 			sub = q.additional
 		}
 		if sub == nil {
-			s.i = jsontext.SkipValue(s.s, s.i)
+			s.i = jsontext.ValueEnd(s.s, jsontext.SkipSpace(s.s, s.i))
 		} else if !s.value(sub) {
 			return false
 		}
@@ -422,7 +422,7 @@ func (s *scanner) array(q *quick) bool {
 			continue
 		}
 		if q.items == nil {
-			s.i = jsontext.SkipValue(s.s, s.i)
+			s.i = jsontext.ValueEnd(s.s, s.i)
 		} else if !s.value(q.items) {
 			return false
 		}
