@@ -1,10 +1,12 @@
 package chain
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -249,6 +251,12 @@ func withNote(r *toolcall.Result, note string) *toolcall.Result {
 // tag records the tier in the result's _meta, keeping any _meta the
 // backend sent.
 func tag(r *toolcall.Result, tier Tier) *toolcall.Result {
+	out := *r
+	if m := bytes.TrimSpace(r.Meta); len(m) == 0 || string(m) == "null" || string(m) == "{}" {
+		// Most results carry no _meta: no map to build and encode.
+		out.Meta = json.RawMessage(`{"kiln/tier":` + strconv.Itoa(int(tier)) + `}`)
+		return &out
+	}
 	meta := map[string]json.RawMessage{}
 	if len(r.Meta) > 0 {
 		if json.Unmarshal(r.Meta, &meta) != nil {
@@ -257,7 +265,6 @@ func tag(r *toolcall.Result, tier Tier) *toolcall.Result {
 	}
 	meta["kiln/tier"] = json.RawMessage(fmt.Sprint(int(tier)))
 	raw, _ := json.Marshal(meta)
-	out := *r
 	out.Meta = raw
 	return &out
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // jsonCall is a tier-1 request: {"tool": "backend.tool", "arguments": {…}}.
@@ -19,32 +21,41 @@ type jsonCall struct {
 // it is clearly meant as tier 1 but malformed, so the caller learns why
 // instead of getting a confusing JavaScript syntax error.
 func parseJSONCall(code string) (call jsonCall, ok bool, err error) {
-	trimmed := bytes.TrimSpace([]byte(code))
-	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+	trimmed := strings.TrimSpace(code)
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid([]byte(trimmed)) {
 		return jsonCall{}, false, nil
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(trimmed, &obj) != nil {
-		return jsonCall{}, false, nil
-	}
-	rawTool, has := obj["tool"]
-	if !has {
-		return jsonCall{}, false, nil
-	}
+	// The members are found by a scan, not decoded into a map: a tier-1
+	// call's arguments pass through as the bytes the caller sent.
+	var rawTool, rawArgs string
+	var hasTool bool
 	var extra []string
-	for k := range obj {
-		if k != "tool" && k != "arguments" {
-			extra = append(extra, k)
+	for k, v := range jsontext.Members(trimmed) {
+		switch key := jsontext.DecodeString(k); key {
+		case "tool":
+			rawTool, hasTool = v, true
+		case "arguments":
+			rawArgs = v
+		default:
+			if !slices.Contains(extra, key) {
+				extra = append(extra, key)
+			}
 		}
+	}
+	if !hasTool {
+		return jsonCall{}, false, nil
 	}
 	slices.Sort(extra)
 	if len(extra) > 0 {
 		return jsonCall{}, true, fmt.Errorf("a JSON call takes only \"tool\" and \"arguments\"; remove %s. Example: {\"tool\": \"backend.tool\", \"arguments\": {…}}", strings.Join(extra, ", "))
 	}
-	if err := json.Unmarshal(rawTool, &call.Tool); err != nil || call.Tool == "" {
+	if rawTool[0] != '"' || jsontext.DecodeString(rawTool) == "" {
 		return jsonCall{}, true, fmt.Errorf("\"tool\" must be a non-empty string such as \"backend.tool\"")
 	}
-	call.Args = obj["arguments"]
+	call.Tool = jsontext.DecodeString(rawTool)
+	if rawArgs != "" {
+		call.Args = json.RawMessage(rawArgs)
+	}
 	switch a := bytes.TrimSpace(call.Args); {
 	case len(a) == 0 || string(a) == "null":
 		call.Args = json.RawMessage(`{}`)

@@ -25,6 +25,10 @@ func TestParseJSONCall(t *testing.T) {
 		{"no tool key", `{"query": "x"}`, false, "", "", ""},
 		{"array", `[{"tool":"a.b"}]`, false, "", "", ""},
 		{"empty", ``, false, "", "", ""},
+		{"escaped keys", `{"t\u006fol":"a.b","\u0061rguments":{"x":"\u00e9"}}`, true, "a.b", `{"x":"\u00e9"}`, ""},
+		{"escaped tool name", `{"tool":"a.\u0062"}`, true, "a.b", `{}`, ""},
+		{"last duplicate wins", `{"tool":"a.b","tool":"c.d","arguments":{"n":1}}`, true, "c.d", `{"n":1}`, ""},
+		{"extra keys named once, sorted", `{"z":1,"tool":"a.b","y":2,"z":3}`, true, "", "", `remove y, z`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
