@@ -212,6 +212,7 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 				err = nil
 			}
 		}()
+		raw := claimRawAnswer(ctx)
 		if t := s.opts.Telemetry; t != nil {
 			var end func(bool)
 			ctx, end = t.StartDirect(ctx, name, metaString(req, "traceparent"), metaString(req, "tracestate"))
@@ -239,7 +240,7 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 		if round != nil {
 			return roundResult(ctx, round, out)
 		}
-		return toMCP(out)
+		return answer(raw, out)
 	}
 }
 

@@ -34,39 +34,29 @@ func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) 
 	if s.requestHooks() {
 		return nil, false
 	}
-	// One pass over the line: arguments stay raw (kiln's tool handlers read
-	// RawArguments only; mcp-go also decodes them into Arguments, a second
-	// pass over a program's whole text), and _meta is decoded once, below.
-	var m struct {
-		JSONRPC string          `json:"jsonrpc"`
-		Result  json.RawMessage `json:"result"`
-		Params  struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-			Meta      json.RawMessage `json:"_meta"`
-			Task      *mcp.TaskParams `json:"task"`
-			mcp.MultiRoundTripParams
-		} `json:"params"`
+	// One pass over the line, decoding only the tool name: arguments stay
+	// raw (kiln's tool handlers read RawArguments only; mcp-go also decodes
+	// them into Arguments, a second pass over a program's whole text), and
+	// _meta is decoded once, below.
+	var m callLine
+	if !scanCallLine(line, &m) && !decodeCallLine(line, &m) {
+		return nil, false
 	}
-	if json.Unmarshal(line, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.Result != nil || m.Params.Task != nil {
+	if m.jsonrpc != mcp.JSONRPC_VERSION || m.result || !m.params || m.task {
 		return nil, false
 	}
 	var req mcp.CallToolRequest
 	req.Method = string(mcp.MethodToolsCall)
-	req.Params.Name = m.Params.Name
-	req.Params.MultiRoundTripParams = m.Params.MultiRoundTripParams
-	if len(m.Params.Arguments) > 0 {
-		req.Params.RawArguments = m.Params.Arguments // line is the caller's own copy
+	req.Params.Name = m.name
+	req.Params.MultiRoundTripParams = m.round
+	if len(m.arguments) > 0 {
+		req.Params.RawArguments = m.arguments
 	}
-	meta, info, ok := s.requestMeta(m.Params.Meta)
+	meta, info, ok := s.requestMeta(m.meta)
 	if !ok {
 		return nil, false
 	}
 	req.Params.Meta = meta
-	var idValue any
-	if json.Unmarshal(id, &idValue) != nil {
-		return nil, false
-	}
 	session := server.ClientSessionFromContext(ctx)
 	if st, isST := session.(server.SessionWithTools); isST {
 		if _, own := st.GetSessionTools()[req.Params.Name]; own {
@@ -81,9 +71,24 @@ func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) 
 	if info.Modern {
 		applyProtocolInfo(session, info)
 	}
+	var idValue any
+	if json.Unmarshal(id, &idValue) != nil {
+		return nil, false
+	}
 	ctx = server.WithRequestProtocolInfo(ctx, info)
+	raw := &rawAnswer{}
+	ctx = context.WithValue(ctx, rawAnswerKey{}, raw)
 	req.Header = make(http.Header)
 	result, err := tool.Handler(ctx, req)
+	if err == nil && result != nil && result == raw.sdk {
+		if b, ok := appendCallResponse(nil, id, raw.result, info.Modern, s.serverInfoJSON()); ok {
+			return b, true
+		}
+		// Written as mcp-go writes it, through the SDK's type.
+		if result, err = toMCP(raw.result); err == nil {
+			result.IsError = raw.result.IsError
+		}
+	}
 	var msg mcp.JSONRPCMessage
 	switch {
 	case err != nil:
@@ -103,6 +108,15 @@ func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) 
 		return (&envelopeError{code: codeInternalError, id: id, msg: "internal error: encode the result: " + err.Error()}).response(), true
 	}
 	return b, true
+}
+
+// serverInfoJSON is the serverInfo fastCall stamps on 2026-07-28 results,
+// encoded once.
+func (s *Server) serverInfoJSON() []byte {
+	s.serverInfoOnce.Do(func() {
+		s.serverInfo, _ = json.Marshal(mcp.Implementation{Name: s.opts.Name, Version: s.opts.Version})
+	})
+	return s.serverInfo
 }
 
 // requestHooks reports whether a hook would act on a tools/call in

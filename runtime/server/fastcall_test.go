@@ -2,14 +2,17 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/kilnmcp/kiln/runtime/toolcall"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -143,4 +146,128 @@ func TestInflightKeepsReusedIDCancelable(t *testing.T) {
 	if len(f.all) != 0 {
 		t.Errorf("%d entries left after both calls ended", len(f.all))
 	}
+}
+
+// TestAppendCallResponseMatchesSDK checks fastCall's own encoding against
+// the SDK's (toMCP, decorate, json.Marshal) on results the SDK would write
+// differently byte for byte: the same members and values, on one line.
+func TestAppendCallResponseMatchesSDK(t *testing.T) {
+	s := newStdioTestServer(t, slog.New(slog.DiscardHandler))
+	results := []*toolcall.Result{
+		{Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"Echo: <hi> & bye"}`)}},
+		{Content: []json.RawMessage{json.RawMessage("{\n  \"type\": \"text\",\n  \"text\": \"a\\nb\"\n}")}, IsError: true},
+		{Content: []json.RawMessage{}, StructuredContent: json.RawMessage(`{"n": [1, 2.50, {"x": null}]}`), Meta: json.RawMessage(`{"kiln/tier":1}`)},
+		{Content: []json.RawMessage{json.RawMessage(`{"type":"image","data":"aGk=","mimeType":"image/png"}`), json.RawMessage(`{"type":"text","text":"x"}`)},
+			Meta: json.RawMessage(`{"progressToken":"p","z":{"deep":[true]}}`), StructuredContent: json.RawMessage(`null`)},
+		{Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"é\u2028"}`)}, Meta: json.RawMessage(`{}`)},
+	}
+	for _, modern := range []bool{false, true} {
+		for i, r := range results {
+			for _, id := range []string{`7`, `"abc"`, `-12`} {
+				got, ok := appendCallResponse(nil, json.RawMessage(id), r, modern, s.serverInfoJSON())
+				if !ok {
+					t.Fatalf("result %d (modern %v, id %s): not written", i, modern, id)
+				}
+				if strings.ContainsAny(string(got), "\n\r") {
+					t.Errorf("result %d: the answer spans lines: %s", i, got)
+				}
+				res, err := toMCP(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if modern {
+					s.decorate(res)
+				}
+				var idValue any
+				_ = json.Unmarshal([]byte(id), &idValue)
+				want, err := json.Marshal(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(idValue), res))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !sameJSON(t, got, want) {
+					t.Errorf("result %d (modern %v, id %s):\n got: %s\nwant: %s", i, modern, id, got, want)
+				}
+			}
+		}
+	}
+	// What it cannot write as the SDK does, it leaves to the SDK.
+	for _, tc := range []struct {
+		id string
+		r  *toolcall.Result
+	}{
+		{`1.0`, results[0]}, {`1e2`, results[0]}, {`"a\"b"`, results[0]}, {`12345678901234567890`, results[0]},
+		{`1`, &toolcall.Result{Content: []json.RawMessage{json.RawMessage(`{"type":`)}}},
+		{`1`, &toolcall.Result{Meta: json.RawMessage(`[1]`)}},
+	} {
+		if got, ok := appendCallResponse(nil, json.RawMessage(tc.id), tc.r, false, s.serverInfoJSON()); ok {
+			t.Errorf("id %s, result %+v: written as %s, want it left to the SDK", tc.id, tc.r, got)
+		}
+	}
+	if _, ok := appendCallResponse(nil, json.RawMessage(`1`), &toolcall.Result{Meta: json.RawMessage(`{"io.modelcontextprotocol/serverInfo":{"name":"b"}}`)}, true, s.serverInfoJSON()); ok {
+		t.Error("a _meta naming its own serverInfo is written: decorate keeps it, the SDK must write it")
+	}
+}
+
+// TestScanCallLineReadsAsTheDecoder checks the scan against encoding/json
+// on the lines it reads and that it leaves the ones it cannot to the
+// decoder.
+func TestScanCallLineReadsAsTheDecoder(t *testing.T) {
+	for _, tc := range []struct {
+		line    string
+		scanned bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a.b","arguments":{"x":"<y>"},` + modernMeta + `}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\u002eb","arguments":null,"task":null}}`, true},
+		{` {"params":{"task":{"ttl":1},"name":"x"},"jsonrpc":"2.0","result":null} `, true},
+		{`{"jsonrpc":"2.0","params":[]}`, true},
+		{`{"jsonrpc":"2.0","Params":{"name":"x"}}`, false},
+		{`{"jsonrpc":"2.0","params":{"Name":"x"}}`, false},
+		{`{"jsonrpc":"2.0","params":{"n\u0061me":"x"}}`, false},
+		{`{"jsonrpc":"2.0","params":{"name":"x"},"params":{"arguments":{}}}`, false},
+		{`{"jsonrpc":"2.0","params":{"name":"x","requestState":"s"}}`, false},
+		{`{"jsonrpc":"2.0","params":{"name":5}}`, false},
+		{`{"jsonrpc":"2.0","params":{"name":"x"}`, false},
+	} {
+		var scanned, decoded callLine
+		if got := scanCallLine([]byte(tc.line), &scanned); got != tc.scanned {
+			t.Errorf("%s: scanned = %v, want %v", tc.line, got, tc.scanned)
+			continue
+		}
+		if !tc.scanned {
+			continue
+		}
+		if !decodeCallLine([]byte(tc.line), &decoded) {
+			if scanned.params {
+				t.Errorf("%s: scanned, but the decoder refuses it", tc.line)
+			}
+			continue
+		}
+		scanned.arguments, decoded.arguments = compactOf(scanned.arguments), compactOf(decoded.arguments)
+		scanned.meta, decoded.meta = compactOf(scanned.meta), compactOf(decoded.meta)
+		if fmt.Sprint(scanned) != fmt.Sprint(decoded) {
+			t.Errorf("%s:\n scanned %+v\n decoded %+v", tc.line, scanned, decoded)
+		}
+	}
+}
+
+func compactOf(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	decode := func(raw []byte) any {
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		return v
+	}
+	return reflect.DeepEqual(decode(a), decode(b))
 }

@@ -5,11 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/kilnmcp/kiln/runtime/manifest"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kilnmcp/kiln/runtime/manifest"
 
 	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/chain"

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -121,7 +122,10 @@ type Server struct {
 	// act on subscription requests (fastCall may skip them for tools/call).
 	subsHooks int
 	lastMeta  atomic.Pointer[metaInfo] // fastCall's last derived _meta
-	pass      *passthru
+	// serverInfo is fastCall's encoded serverInfo (serverInfoJSON).
+	serverInfo     []byte
+	serverInfoOnce sync.Once
+	pass           *passthru
 	// sessions and exchanges carry backends' requests to clients
 	// (clientreq.go, mrtr.go).
 	sessions  sessions
@@ -203,6 +207,7 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 				err = nil
 			}
 		}()
+		raw := claimRawAnswer(ctx)
 		args := req.Params.RawArguments
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage(`{}`)
@@ -224,7 +229,7 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 			// (chain.Options.Scrub); scanning again would cost, not protect.
 			out = s.opts.Scrubber.Result(out)
 		}
-		return toMCP(out)
+		return answer(raw, out)
 	}
 }
 
