@@ -22,7 +22,7 @@ type jsonCall struct {
 // instead of getting a confusing JavaScript syntax error.
 func parseJSONCall(code string) (call jsonCall, ok bool, err error) {
 	trimmed := strings.TrimSpace(code)
-	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid([]byte(trimmed)) {
+	if len(trimmed) == 0 || trimmed[0] != '{' || !jsontext.Valid([]byte(trimmed)) {
 		return jsonCall{}, false, nil
 	}
 	// The members are found by a scan, not decoded into a map: a tier-1

@@ -106,7 +106,7 @@ func Result(r *toolcall.Result, o Options) (*toolcall.Result, Stats) {
 // map of every member was a tenth of a short tool call's CPU
 // (BenchmarkEchoHop); withText decodes one when the text changes.
 func textBlock(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+	if len(raw) == 0 || raw[0] != '{' || !jsontext.Valid(raw) {
 		return decodedText(raw)
 	}
 	block := string(raw)

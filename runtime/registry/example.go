@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -146,5 +147,7 @@ func (t *Tool) TaskRequired() bool {
 	var e struct {
 		TaskSupport string `json:"taskSupport"`
 	}
-	return len(t.Execution) > 0 && json.Unmarshal(t.Execution, &e) == nil && e.TaskSupport == "required"
+	// Every call asks: most tools' execution does not mention "required"
+	// at all, and need no decode.
+	return bytes.Contains(t.Execution, []byte("required")) && json.Unmarshal(t.Execution, &e) == nil && e.TaskSupport == "required"
 }

@@ -222,7 +222,7 @@ func scalarJSON(v any) (string, bool) {
 
 // valid reports whether args, one JSON object, certainly satisfies q.
 func (q *quick) valid(args []byte) bool {
-	if len(args) == 0 || !json.Valid(args) {
+	if len(args) == 0 || !jsontext.Valid(args) {
 		return false
 	}
 	// A view, not a copy: args is not changed while valid runs, and a

@@ -68,7 +68,7 @@ func appendCallResponse(dst []byte, id json.RawMessage, r *toolcall.Result, mode
 	dst = append(dst, `,"result":{`...)
 	meta := bytes.TrimSpace(r.Meta)
 	hasMeta := len(meta) > 0 && string(meta) != "null"
-	if hasMeta && (meta[0] != '{' || !json.Valid(meta)) {
+	if hasMeta && (meta[0] != '{' || !jsontext.Valid(meta)) {
 		return nil, false
 	}
 	var ok bool
@@ -123,7 +123,7 @@ func appendCallResponse(dst []byte, id json.RawMessage, r *toolcall.Result, mode
 // appendRaw appends a raw JSON value, compacted when it spans lines: a
 // response is one line on stdio.
 func appendRaw(dst, raw []byte) ([]byte, bool) {
-	if !json.Valid(raw) {
+	if !jsontext.Valid(raw) {
 		return nil, false
 	}
 	return appendCompact(dst, raw), true
@@ -178,7 +178,7 @@ type callLine struct {
 // or case-folded member names, a repeated params, the round-trip members),
 // and the caller decodes it instead.
 func scanCallLine(line []byte, m *callLine) (ok bool) {
-	if !json.Valid(line) {
+	if !jsontext.Valid(line) {
 		return false
 	}
 	text := string(line)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -71,8 +72,7 @@ func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) 
 	if info.Modern {
 		applyProtocolInfo(session, info)
 	}
-	var idValue any
-	if json.Unmarshal(id, &idValue) != nil {
+	if !jsontext.Valid(id) {
 		return nil, false
 	}
 	ctx = server.WithRequestProtocolInfo(ctx, info)
@@ -89,6 +89,8 @@ func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) 
 			result.IsError = raw.result.IsError
 		}
 	}
+	var idValue any
+	_ = json.Unmarshal(id, &idValue) // valid, above
 	var msg mcp.JSONRPCMessage
 	switch {
 	case err != nil:

@@ -271,3 +271,29 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 	}
 	return reflect.DeepEqual(decode(a), decode(b))
 }
+
+func TestDecodeChainArgsAsTheDecoder(t *testing.T) {
+	for _, raw := range []string{
+		`{"code":"{\"tool\":\"a.b\"}"}`, ` {"code":"x","timeout":5000,"max_output_size":100,"intent":"err\u00e9"} `,
+		`{"code":"x","timeout":null}`, `{"code":"x","timeout":1.0}`, `{"code":"x","timeout":99999999999999999999}`,
+		`{"c\u006fde":"x"}`, `{"Code":"x"}`, `{"code":"a","code":"b"}`, `{"code":5}`, `[]`, `{"code":"x","timeout":-1}`,
+	} {
+		got, gotErr := decodeChainArgs(json.RawMessage(raw))
+		var want chainArgs
+		wantErr := json.Unmarshal([]byte(raw), &want)
+		if (gotErr != nil) != (wantErr != nil) || fmt.Sprintf("%+v", deref(got)) != fmt.Sprintf("%+v", deref(want)) {
+			t.Errorf("%s: got %+v (%v), the decoder %+v (%v)", raw, deref(got), gotErr, deref(want), wantErr)
+		}
+	}
+}
+
+func deref(a chainArgs) []any {
+	out := []any{a.Code, a.Intent}
+	if a.Timeout != nil {
+		out = append(out, *a.Timeout)
+	}
+	if a.MaxOutputSize != nil {
+		out = append(out, "max", *a.MaxOutputSize)
+	}
+	return out
+}

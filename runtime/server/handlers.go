@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 
 	"github.com/kilnmcp/kiln/runtime/catalog"
@@ -310,8 +311,8 @@ type chainArgs struct {
 }
 
 func (s *Server) callToolChain(ctx context.Context, raw json.RawMessage) *toolcall.Result {
-	var a chainArgs
-	if err := json.Unmarshal(raw, &a); err != nil {
+	a, err := decodeChainArgs(raw)
+	if err != nil {
 		return toolcall.Errorf("call_tool_chain: %v", err)
 	}
 	req := chain.Request{Code: a.Code, Intent: a.Intent}
@@ -322,6 +323,43 @@ func (s *Server) callToolChain(ctx context.Context, raw json.RawMessage) *toolca
 		req.MaxOutputSize = *a.MaxOutputSize
 	}
 	return s.opts.Chain.Run(ctx, req)
+}
+
+// decodeChainArgs reads call_tool_chain's arguments, which the schema has
+// checked, by a scan: the code string is the only member to decode. Any
+// member it does not read as encoding/json would (null, a non-integer
+// number, an escaped or unknown name) sends the whole to the decoder.
+func decodeChainArgs(raw json.RawMessage) (chainArgs, error) {
+	if text := strings.TrimSpace(string(raw)); len(text) > 0 && text[0] == '{' && jsontext.Valid(raw) {
+		var a chainArgs
+		ok := true
+		for k, v := range jsontext.Members(text) {
+			switch k {
+			case `"code"`, `"intent"`:
+				if ok = ok && v[0] == '"'; ok {
+					if k == `"code"` {
+						a.Code = jsontext.DecodeString(v)
+					} else {
+						a.Intent = jsontext.DecodeString(v)
+					}
+				}
+			case `"timeout"`:
+				n, err := strconv.ParseInt(v, 10, 64)
+				a.Timeout, ok = &n, ok && err == nil
+			case `"max_output_size"`:
+				n, err := strconv.Atoi(v)
+				a.MaxOutputSize, ok = &n, ok && err == nil
+			default:
+				ok = false
+			}
+		}
+		if ok {
+			return a, nil
+		}
+	}
+	var a chainArgs
+	err := json.Unmarshal(raw, &a)
+	return a, err
 }
 
 type registerArgs struct {

@@ -199,6 +199,7 @@ func New(opts Options) *Server {
 // (the SDK's renders errors no model can use), recovers panics into an
 // internal-error result, and converts kiln's result type.
 func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *toolcall.Result) server.ToolHandlerFunc {
+	schema := json.RawMessage(mt.schema)
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -212,7 +213,7 @@ func (s *Server) handle(mt metaTool, h func(context.Context, json.RawMessage) *t
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage(`{}`)
 		}
-		if verr := s.valid.Validate(mt.name, json.RawMessage(mt.schema), args); verr != nil {
+		if verr := s.valid.Validate(mt.name, schema, args); verr != nil {
 			return toMCP(s.opts.Scrubber.Result(toolcall.Errorf("%s: %v", mt.name, verr)))
 		}
 		if t := s.opts.Telemetry; t != nil {
