@@ -133,3 +133,87 @@ func TestExchangeRounds(t *testing.T) {
 func dispatchClient(ctx context.Context) dispatch.ClientSession {
 	return dispatch.ObserverFrom(ctx).Client
 }
+
+// TestInlineRunAnswersItsFirstRoundEarly: a run started where the request
+// can be answered early (the stdio read loop) runs on the request's own
+// goroutine; its first question answers the request at once, and the
+// rounds after it go on through requestState as for any run.
+func TestInlineRunAnswersItsFirstRoundEarly(t *testing.T) {
+	s := New(Options{})
+	asks := func(ctx context.Context, _ json.RawMessage) *toolcall.Result {
+		a, err := dispatchClient(ctx).ClientRequest(ctx, "roots/list", json.RawMessage(`{}`))
+		if err != nil {
+			return toolcall.Errorf("%v", err)
+		}
+		b, err := dispatchClient(ctx).ClientRequest(ctx, "roots/list", json.RawMessage(`{}`))
+		if err != nil {
+			return toolcall.Errorf("%v", err)
+		}
+		return toolcall.Text(string(a) + "|" + string(b))
+	}
+	ctx := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+		ClientCapabilities: &mcp.ClientCapabilities{Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}}})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolChain}}
+
+	t.Run("asks nothing", func(t *testing.T) {
+		ea := &earlyAnswer{send: func(*mcp.CallToolResult) { t.Error("answered early by a run that asked nothing") }}
+		out, ask := s.resumable(withEarlyAnswer(ctx, ea), req, nil, func(context.Context, json.RawMessage) *toolcall.Result {
+			return toolcall.Text("done")
+		})
+		if ask != nil || out == nil || out.TextContent() != "done" {
+			t.Errorf("resumable = %+v, %+v; want the run's result", out, ask)
+		}
+	})
+
+	t.Run("asks twice", func(t *testing.T) {
+		sent := make(chan *mcp.CallToolResult, 2)
+		ea := &earlyAnswer{send: func(r *mcp.CallToolResult) { sent <- r }}
+		returned := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			_, ask := s.resumable(withEarlyAnswer(ctx, ea), req, nil, asks)
+			returned <- ask
+		}()
+		ask := <-sent
+		for round := 1; ; round++ {
+			if round > 2 || len(ask.InputRequests) != 1 || ask.RequestState == "" {
+				t.Fatalf("round %d: %+v", round, ask)
+			}
+			responses := mcp.InputResponses{}
+			for id := range ask.InputRequests {
+				var r mcp.InputResponse
+				_ = r.UnmarshalJSON(fmt.Appendf(nil, `{"roots":[{"uri":"file:///r%d"}]}`, round))
+				responses[id] = r
+			}
+			retry := req
+			retry.Params.RequestState, retry.Params.InputResponses = ask.RequestState, responses
+			var out *toolcall.Result
+			if out, ask = s.resumable(ctx, retry, nil, asks); out != nil {
+				if want := `{"roots":[{"uri":"file:///r1"}]}|{"roots":[{"uri":"file:///r2"}]}`; out.TextContent() != want {
+					t.Errorf("result %q, want %q", out.TextContent(), want)
+				}
+				break
+			}
+		}
+		if got := <-returned; got != answeredEarly {
+			t.Errorf("the first request's handler returned %+v, want answeredEarly (its answer was sent)", got)
+		}
+		if len(sent) != 0 {
+			t.Error("answered early twice")
+		}
+	})
+
+	t.Run("canceled before it asks", func(t *testing.T) {
+		cctx, cancel := context.WithCancel(ctx)
+		ea := &earlyAnswer{send: func(*mcp.CallToolResult) { t.Error("answered early after a cancellation") }}
+		out, _ := s.resumable(withEarlyAnswer(cctx, ea), req, nil, func(run context.Context, _ json.RawMessage) *toolcall.Result {
+			cancel()
+			<-run.Done() // the client's cancellation ends the run
+			return toolcall.Errorf("stopped")
+		})
+		if out == nil || !out.IsError || !strings.Contains(out.TextContent(), "canceled by the client") {
+			t.Errorf("resumable = %+v, want canceled by the client", out)
+		}
+	})
+}

@@ -79,7 +79,15 @@ func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) 
 	raw := &rawAnswer{}
 	ctx = context.WithValue(ctx, rawAnswerKey{}, raw)
 	req.Header = make(http.Header)
+	if ea := earlyAnswerFrom(ctx); ea != nil {
+		ea.send = func(res *mcp.CallToolResult) {
+			ea.write(s.encodeResponse(id, req.Params.Name, info, res, nil))
+		}
+	}
 	result, err := tool.Handler(ctx, req)
+	if result == answeredEarly && err == nil {
+		return nil, true
+	}
 	if err == nil && result != nil && result == raw.sdk {
 		if b, ok := appendCallResponse(nil, id, raw.result, info.Modern, s.serverInfoJSON()); ok {
 			return b, true
@@ -89,15 +97,20 @@ func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) 
 			result.IsError = raw.result.IsError
 		}
 	}
+	return s.encodeResponse(id, req.Params.Name, info, result, err), true
+}
+
+// encodeResponse writes a tools/call response as mcp-go's HandleMessage
+// would.
+func (s *Server) encodeResponse(id json.RawMessage, name string, info *server.RequestProtocolInfo, result *mcp.CallToolResult, err error) []byte {
 	var idValue any
-	_ = json.Unmarshal(id, &idValue) // valid, above
+	_ = json.Unmarshal(id, &idValue) // fastCall checked it
 	var msg mcp.JSONRPCMessage
 	switch {
 	case err != nil:
 		msg = handlerError(mcp.NewRequestId(idValue), info, err)
 	case result == nil:
-		msg = mcp.NewJSONRPCError(mcp.NewRequestId(idValue), mcp.INTERNAL_ERROR,
-			"tool "+req.Params.Name+" returned no result", nil)
+		msg = mcp.NewJSONRPCError(mcp.NewRequestId(idValue), mcp.INTERNAL_ERROR, "tool "+name+" returned no result", nil)
 	default:
 		if info.Modern {
 			s.decorate(result)
@@ -107,9 +120,9 @@ func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) 
 	b, err := json.Marshal(msg)
 	if err != nil {
 		s.log.Error("encode tools/call response", "err", err)
-		return (&envelopeError{code: codeInternalError, id: id, msg: "internal error: encode the result: " + err.Error()}).response(), true
+		return (&envelopeError{code: codeInternalError, id: id, msg: "internal error: encode the result: " + err.Error()}).response()
 	}
-	return b, true
+	return b
 }
 
 // serverInfoJSON is the serverInfo fastCall stamps on 2026-07-28 results,

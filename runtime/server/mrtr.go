@@ -40,6 +40,11 @@ type exchange struct {
 	next    int
 	pending map[string]*question
 	idle    *time.Timer
+	// An inline run (runInline) answers its request with its first
+	// question: first is called once for it, unless the run has finished.
+	first    func()
+	asked    bool
+	finished bool
 }
 
 type question struct {
@@ -139,10 +144,18 @@ func (ex *exchange) ask(ctx context.Context, method string, params json.RawMessa
 	ex.next++
 	id := "kiln-" + strconv.Itoa(ex.next)
 	ex.pending[id] = q
+	first := ex.first != nil && !ex.asked && !ex.finished
+	if first {
+		ex.asked = true
+	}
 	ex.mu.Unlock()
-	select {
-	case ex.wake <- struct{}{}:
-	default:
+	if first {
+		ex.first()
+	} else {
+		select {
+		case ex.wake <- struct{}{}:
+		default:
+		}
 	}
 	defer func() {
 		ex.mu.Lock()
@@ -231,6 +244,9 @@ func canAnswer(caps mcp.ClientCapabilities) bool {
 // requestState names.
 func (s *Server) resumable(ctx context.Context, req mcp.CallToolRequest, args json.RawMessage,
 	h func(context.Context, json.RawMessage) *toolcall.Result) (*toolcall.Result, *mcp.CallToolResult) {
+	if ea := earlyAnswerFrom(ctx); ea != nil && ea.send != nil && req.Params.RequestState == "" {
+		return s.runInline(ctx, req, args, h, ea)
+	}
 	var ex *exchange
 	if state := req.Params.RequestState; state != "" {
 		if ex = s.exchanges.get(state); ex == nil {
@@ -266,6 +282,66 @@ func (s *Server) resumable(ctx context.Context, req mcp.CallToolRequest, args js
 		ex.cancel()
 		return toolcall.Errorf("%s: canceled by the client", req.Params.Name), nil
 	}
+}
+
+// runInline is resumable for a request that can be answered before its
+// handler returns (earlyAnswer: the stdio read loop's): the run goes on
+// the request's own goroutine, and only a question makes it an exchange,
+// its first round answered at once through ea. Handing every run to a
+// runner and its result back cost each call two goroutine hand-offs,
+// though most runs ask nothing.
+func (s *Server) runInline(ctx context.Context, req mcp.CallToolRequest, args json.RawMessage,
+	h func(context.Context, json.RawMessage) *toolcall.Result, ea *earlyAnswer) (*toolcall.Result, *mcp.CallToolResult) {
+	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	ex := &exchange{token: exchangePrefix + randomToken(), cancel: cancel, done: make(chan *toolcall.Result, 1),
+		wake: make(chan struct{}, 1), pending: map[string]*question{}, ended: run.Done()}
+	// Until it asks, the run is the request's: the client's cancellation
+	// ends it.
+	detach := context.AfterFunc(ctx, cancel)
+	ex.first = func() {
+		detach()
+		s.exchanges.add(ex)
+		ea.send(s.inputRequired(ex, ex.unsent()))
+	}
+	out := h(s.observeWith(run, req, s.newCallClient(ctx, ex)), args)
+	ex.mu.Lock()
+	asked := ex.asked
+	ex.finished = true
+	ex.mu.Unlock()
+	if asked {
+		// The request was answered; the client's next round takes this.
+		ex.done <- out
+		return nil, answeredEarly
+	}
+	detach()
+	if ctx.Err() != nil {
+		return toolcall.Errorf("%s: canceled by the client", req.Params.Name), nil
+	}
+	return out, nil
+}
+
+// answeredEarly is what a handler returns for a request runInline already
+// answered: fastCall writes nothing more for it.
+var answeredEarly = &mcp.CallToolResult{}
+
+// earlyAnswer lets a handler answer its request before it returns. The
+// read loop provides write; fastCall, which knows how to encode the
+// answer, provides send.
+type earlyAnswer struct {
+	write func(resp []byte)
+	send  func(*mcp.CallToolResult)
+}
+
+type earlyAnswerKey struct{}
+
+func withEarlyAnswer(ctx context.Context, ea *earlyAnswer) context.Context {
+	return context.WithValue(ctx, earlyAnswerKey{}, ea)
+}
+
+func earlyAnswerFrom(ctx context.Context) *earlyAnswer {
+	ea, _ := ctx.Value(earlyAnswerKey{}).(*earlyAnswer)
+	return ea
 }
 
 func (s *Server) wait(ctx context.Context, req mcp.CallToolRequest, ex *exchange) (*toolcall.Result, *mcp.CallToolResult) {

@@ -239,25 +239,43 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err er
 	ctx, cancel := context.WithCancel(ctx)
 	key := string(top.id)
 	handle := l.inflight.add(key, cancel)
+	// The request ends once: when its handler returns, or earlier when the
+	// handler answers it before returning (a run that asks the client
+	// goes on after its first input-required round, see runInline).
+	var released, done sync.Once
+	release := func() {
+		released.Do(func() {
+			l.inflight.remove(key, handle)
+			cancel()
+			<-l.slots
+		})
+	}
+	ea := &earlyAnswer{write: func(resp []byte) {
+		l.write(resp)
+		release()
+		done.Do(l.calls.Done)
+	}}
+	ctx = withEarlyAnswer(ctx, ea)
 	// line is the reader's own copy (ReadBytes), so the call may keep it.
 	return func() {
-		defer l.calls.Done()
+		defer done.Do(l.calls.Done)
 		resp := l.call(ctx, top.id, line)
-		l.inflight.remove(key, handle)
-		cancel()
-		<-l.slots
+		release()
 		// Busy until written: a write can block on a client slow to read,
 		// and start must not hand the next task to a worker stuck here
 		// (the reader would stall behind it, and with it cancellations
 		// and the client's answers to sampling).
 		defer l.busy.Add(-1)
-		if resp == nil {
-			return
-		}
-		if _, err := l.out.Write(append(resp, '\n')); err != nil {
-			l.s.log.Debug("write tools/call response", "err", err)
+		if resp != nil {
+			l.write(resp)
 		}
 	}, nil
+}
+
+func (l *stdioLoop) write(resp []byte) {
+	if _, err := l.out.Write(append(resp, '\n')); err != nil {
+		l.s.log.Debug("write tools/call response", "err", err)
+	}
 }
 
 // call serves one tools/call and returns its response, nil for none. A

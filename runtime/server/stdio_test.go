@@ -91,11 +91,13 @@ func TestStdioSequentialCallsReuseWorkers(t *testing.T) {
 		t.Errorf("reading ended with %v, want EOF", err)
 	}
 	l.stop()
-	// Two take turns; a third may start once, when the next call is read
-	// before the worker that wrote the last answer counts itself idle
-	// (a worker stays busy until its answer is written).
-	if l.nworkers < 2 || l.nworkers > 3 {
-		t.Errorf("%d workers served 20 sequential calls, want 2 or 3", l.nworkers)
+	// Two take turns; a third may start when the next call is read before
+	// the worker that wrote the last answer counts itself idle (a worker
+	// stays busy until its answer is written), and on a loaded machine
+	// (the race detector on two cores) that can happen a few times. A
+	// goroutine per call would be 20.
+	if l.nworkers < 2 || l.nworkers > 5 {
+		t.Errorf("%d workers served 20 sequential calls, want 2 to 5", l.nworkers)
 	}
 	if got := sdk.String(); got != ping {
 		t.Errorf("the SDK got %q, want the ping only", got)
