@@ -27,10 +27,12 @@ const usageVersion = 1
 // the previous counts).
 type Counts struct {
 	path string
-	// counts is replaced, never modified, so Boost (called for every
-	// matching tool of every search) reads it without a lock; Record copies
-	// it, which costs microseconds next to the tool call it counts.
-	counts atomic.Pointer[map[string]uint64]
+	// counts' keys are replaced, never modified, so Boost (called for
+	// every matching tool of every search) reads it without a lock; Record
+	// adds to a tool's counter, and copies the map only for a tool it has
+	// not seen (copying it on every call cost each call time in proportion
+	// to the tools ever used).
+	counts atomic.Pointer[map[string]*atomic.Uint64]
 	mu     sync.Mutex // serialises Record and Save
 	dirty  bool
 	// shared, when set, holds the counts instead of path; pending are the
@@ -53,8 +55,28 @@ func OpenShared(ctx context.Context, s Store) (*Counts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("usage: %w", err)
 	}
-	u.counts.Store(&totals)
+	u.store(totals)
 	return u, nil
+}
+
+// store makes totals the counts.
+func (u *Counts) store(totals map[string]uint64) {
+	m := make(map[string]*atomic.Uint64, len(totals))
+	for id, n := range totals {
+		m[id] = new(atomic.Uint64)
+		m[id].Store(n)
+	}
+	u.counts.Store(&m)
+}
+
+// snapshot returns the counts as plain numbers.
+func (u *Counts) snapshot() map[string]uint64 {
+	m := *u.counts.Load()
+	out := make(map[string]uint64, len(m))
+	for id, n := range m {
+		out[id] = n.Load()
+	}
+	return out
 }
 
 type usageFile struct {
@@ -66,7 +88,7 @@ type usageFile struct {
 // An empty path keeps counts in memory only.
 func Open(path string) (*Counts, error) {
 	u := &Counts{path: path}
-	u.counts.Store(&map[string]uint64{})
+	u.store(nil)
 	if path == "" {
 		return u, nil
 	}
@@ -84,9 +106,7 @@ func Open(path string) (*Counts, error) {
 	if f.Version != usageVersion {
 		return nil, fmt.Errorf("usage: %s: version %d, want %d; delete the file to start counting again", path, f.Version, usageVersion)
 	}
-	if f.Counts != nil {
-		u.counts.Store(&f.Counts)
-	}
+	u.store(f.Counts)
 	return u, nil
 }
 
@@ -94,9 +114,14 @@ func Open(path string) (*Counts, error) {
 func (u *Counts) Record(id string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	next := maps.Clone(*u.counts.Load())
-	next[id]++
-	u.counts.Store(&next)
+	if n := (*u.counts.Load())[id]; n != nil {
+		n.Add(1)
+	} else {
+		next := maps.Clone(*u.counts.Load())
+		next[id] = new(atomic.Uint64)
+		next[id].Store(1)
+		u.counts.Store(&next)
+	}
 	u.dirty = true
 	if u.shared != nil {
 		u.pending[id]++
@@ -104,7 +129,12 @@ func (u *Counts) Record(id string) {
 }
 
 // Count returns how often id was recorded.
-func (u *Counts) Count(id string) uint64 { return (*u.counts.Load())[id] }
+func (u *Counts) Count(id string) uint64 {
+	if n := (*u.counts.Load())[id]; n != nil {
+		return n.Load()
+	}
+	return 0
+}
 
 // Boost returns 1 + 0.3·ln(1+uses): the logarithm keeps one heavily used
 // tool from burying better matches.
@@ -126,7 +156,7 @@ func (u *Counts) Save() error {
 	if !u.dirty {
 		return nil
 	}
-	raw, err := json.Marshal(usageFile{Version: usageVersion, Counts: *u.counts.Load()})
+	raw, err := json.Marshal(usageFile{Version: usageVersion, Counts: u.snapshot()})
 	if err != nil {
 		return fmt.Errorf("usage: %w", err)
 	}
@@ -158,6 +188,6 @@ func (u *Counts) saveShared() error {
 	for id, n := range u.pending {
 		totals[id] += n
 	}
-	u.counts.Store(&totals)
+	u.store(totals)
 	return nil
 }

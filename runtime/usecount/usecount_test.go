@@ -1,6 +1,7 @@
 package usecount
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -85,5 +86,24 @@ func TestOpenErrors(t *testing.T) {
 	mem.Record("x.y")
 	if err := mem.Save(); err != nil || mem.Count("x.y") != 1 {
 		t.Errorf("in-memory usage: %v, count %d", err, mem.Count("x.y"))
+	}
+}
+
+// BenchmarkRecord records calls to one tool of an installation that has
+// used many: a call's cost must not grow with the tools used before it.
+func BenchmarkRecord(b *testing.B) {
+	for _, used := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("used-%d", used), func(b *testing.B) {
+			u, err := Open("")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range used {
+				u.Record(fmt.Sprintf("b.tool%d", i))
+			}
+			for b.Loop() {
+				u.Record("b.tool0")
+			}
+		})
 	}
 }
