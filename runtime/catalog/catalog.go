@@ -98,6 +98,16 @@ type Catalog struct {
 	unbind string
 	bare   atomic.Pointer[map[string]bool]
 
+	// syncing serializes Follow's syncs, which read the store without mu.
+	// gen counts this replica's own changes to the store, so a sync whose
+	// read raced one reads again instead of undoing it; epoch is the
+	// store's epoch (Epoched) last seen, and lost the registrations to
+	// publish again since the store lost them.
+	syncing sync.Mutex
+	gen     uint64
+	epoch   string
+	lost    map[string]bool
+
 	// refreshing serializes refreshes per backend, so an older tool list
 	// fetched slowly never replaces a newer one.
 	refreshing sync.Map // backend name -> *sync.Mutex
@@ -110,7 +120,7 @@ func New(opts Options) *Catalog {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Catalog{opts: opts, log: log, cfg: opts.Config, compiled: map[string]*manifest.Manifest{},
-		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}, ignored: map[string]string{}}
+		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}, ignored: map[string]string{}, lost: map[string]bool{}}
 	c.hideUndeclared()
 	for _, b := range opts.Registry.Backends() {
 		if b.Compiled {

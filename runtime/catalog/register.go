@@ -122,6 +122,9 @@ func (c *Catalog) saveLocked(ctx context.Context, name string, def json.RawMessa
 		c.log.Error("could not save a runtime registration; it was not made", "backend", name, "err", err)
 		return fmt.Errorf("backend %q connected, but kiln could not save the registration (kiln's state store failed; its log has the reason), so it is not registered; try again later", name)
 	}
+	if created {
+		c.gen++
+	}
 	if !created {
 		return fmt.Errorf("%w: %q was registered meanwhile by another kiln replica; it is listed within a second (search_tools finds it), or deregister_manual it first to replace it", ErrRefused, name)
 	}
@@ -223,6 +226,7 @@ func (c *Catalog) Deregister(name string) error {
 			c.log.Error("could not remove a runtime registration from the state store; it stays registered", "backend", name, "err", err)
 			return fmt.Errorf("kiln could not remove %q from its saved registrations (kiln's state store failed; its log has the reason), so it stays registered; try again later", name)
 		}
+		c.gen++
 	}
 	c.dropLocked(name)
 	c.log.Info("backend deregistered", "backend", name)
@@ -232,6 +236,7 @@ func (c *Catalog) Deregister(name string) error {
 // dropLocked removes a registered backend from this kiln.
 func (c *Catalog) dropLocked(name string) {
 	delete(c.dynamic, name)
+	delete(c.lost, name)
 	c.opts.Registry.Remove(name)
 	c.publishLocked()
 	// Synchronous, so a registration of the same name that follows (a
@@ -260,13 +265,14 @@ func (c *Catalog) Restore(ctx context.Context) {
 	if c.opts.Store == nil {
 		return
 	}
-	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	recs, err := c.opts.Store.All(sctx)
-	cancel()
+	recs, epoch, err := c.readStore(ctx)
 	if err != nil {
 		c.log.Warn("could not read saved registrations; ignoring them", "err", err)
 		return
 	}
+	c.mu.Lock()
+	c.epoch = epoch
+	c.mu.Unlock()
 	_, shared := c.opts.Store.(Watcher)
 	var legacy []persisted
 	for _, name := range slices.Sorted(maps.Keys(recs)) {
