@@ -112,6 +112,8 @@ type Catalog struct {
 	gen     uint64
 	epoch   string
 	lost    map[string]bool
+	// leaving counts Deregister calls removing a name from the store.
+	leaving map[string]int
 
 	// refreshing serializes refreshes per backend, so an older tool list
 	// fetched slowly never replaces a newer one.
@@ -125,7 +127,7 @@ func New(opts Options) *Catalog {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Catalog{opts: opts, log: log, cfg: opts.Config, compiled: map[string]*manifest.Manifest{},
-		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}, ignored: map[string]string{}, lost: map[string]bool{}}
+		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}, ignored: map[string]string{}, lost: map[string]bool{}, leaving: map[string]int{}}
 	c.hideUndeclared()
 	for _, b := range opts.Registry.Backends() {
 		if b.Compiled {

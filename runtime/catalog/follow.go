@@ -91,6 +91,9 @@ func (c *Catalog) applyLocked(recs map[string][]byte, epoch string) map[string][
 	}
 	again := map[string][]byte{}
 	for _, name := range slices.Sorted(maps.Keys(c.dynamic)) {
+		if c.leaving[name] > 0 {
+			continue // Deregister drops it
+		}
 		rec, ok := recs[name]
 		if !ok && c.lost[name] {
 			if r := c.recordLocked(name); r != nil {
@@ -152,6 +155,12 @@ func (c *Catalog) recordLocked(name string) []byte {
 func (c *Catalog) republish(ctx context.Context, recs map[string][]byte) {
 	var done []string
 	for _, name := range slices.Sorted(maps.Keys(recs)) {
+		c.mu.Lock()
+		gone := c.dynamic[name] == nil || c.leaving[name] > 0
+		c.mu.Unlock()
+		if gone {
+			continue // deregistered here meanwhile
+		}
 		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		_, err := c.opts.Store.Create(sctx, name, recs[name])
 		cancel()

@@ -20,8 +20,8 @@ import (
 // every record starts and whether it has returned.
 type observedStore struct {
 	*state.Hash
-	reading  chan struct{}
-	returned atomic.Bool
+	reading, deleting chan struct{}
+	returned          atomic.Bool
 }
 
 func (o *observedStore) started() {
@@ -36,6 +36,13 @@ func (o *observedStore) All(ctx context.Context) (map[string][]byte, error) {
 	o.started()
 	defer o.returned.Store(true)
 	return o.Hash.All(ctx)
+}
+
+func (o *observedStore) Delete(ctx context.Context, name string) error {
+	o.returned.Store(false)
+	o.deleting <- struct{}{}
+	defer o.returned.Store(true)
+	return o.Hash.Delete(ctx, name)
 }
 
 func (o *observedStore) AllWithEpoch(ctx context.Context) (map[string][]byte, string, error) {
@@ -75,6 +82,36 @@ func TestSyncReadsTheStoreWithoutTheLock(t *testing.T) {
 	}
 	srv.Resume()
 	<-synced
+}
+
+// A deregistration waiting for a Redis that does not answer holds nothing
+// local either.
+func TestDeregisterWritesTheStoreWithoutTheLock(t *testing.T) {
+	srv := redistest.Start(t)
+	target := mcpServer(t)
+	r, err := state.Open(t.Context(), srv.URL, 5*time.Second, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	store := &observedStore{Hash: r.Hash("registrations"), reading: make(chan struct{}, 1), deleting: make(chan struct{}, 1)}
+	c, _ := replica(t, t.Context(), store, strings.TrimPrefix(target.URL, "http://"))
+	if _, err := c.Register(t.Context(), "probe", json.RawMessage(`{"transport":"http","url":"`+target.URL+`/mcp"}`)); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	defer srv.Resume()
+	done := make(chan error, 1)
+	go func() { done <- c.Deregister("probe") }()
+	<-store.deleting
+	c.Drifts()
+	if store.returned.Load() {
+		t.Error("Drifts returned only after the store operation did: the catalog's lock was held across it")
+	}
+	srv.Resume()
+	if err := <-done; err != nil {
+		t.Logf("Deregister after the pause: %v", err)
+	}
 }
 
 // A Redis restarted without persistence comes back empty: each replica
