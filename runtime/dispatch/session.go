@@ -31,7 +31,10 @@ import (
 //     own session every request is that client's.
 //
 // The cost is a second backend process (stdio) or connection per such
-// client session, paid only by clients that can be asked something.
+// client session, paid only by clients that can be asked something. A
+// session that cannot be opened (a backend that allows one instance, say)
+// costs the client only its in-band questions: the call runs on the shared
+// session.
 
 // sessionIdle closes a per-client-session backend session nobody called
 // for this long; client sessions are not always ended explicitly.
