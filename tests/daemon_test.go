@@ -236,6 +236,10 @@ func TestDaemonSharesBackends(t *testing.T) {
 	if dir, err := os.Stat(filepath.Dir(socket)); err != nil || dir.Mode().Perm() != 0o700 {
 		t.Errorf("socket folder mode %v, err %v; want 0700", dir.Mode().Perm(), err)
 	}
+	// Every client released the start lock, and its file went with it.
+	if locks, _ := filepath.Glob(filepath.Join(filepath.Dir(socket), "*.lock")); len(locks) != 0 {
+		t.Errorf("start lock files left after five concurrent starts: %v", locks)
+	}
 	shared := nodeDescendants(t, pid)
 	if shared != daemonBackends {
 		t.Errorf("the daemon runs %d backend processes for five clients, want %d (one per backend)", shared, daemonBackends)

@@ -156,12 +156,28 @@ func jsString(s string) string {
 // config is not reachable from a program. A global the host owns is left
 // alone: only a name still holding the backend's object is deleted.
 func Unbind(backends []Backend) string {
-	if len(backends) == 0 {
-		return ""
+	names := make([]string, len(backends))
+	for i, b := range backends {
+		names[i] = b.Name
 	}
-	t := Lookup(backends)
+	return Lookup(backends).Unbind(names...)
+}
+
+// Unbind is the package's Unbind for the named backends of the preamble t
+// describes, with the identifiers that preamble gave them (which depend on
+// every name it bound, not only these); names t does not hold are skipped.
+func (t *Table) Unbind(names ...string) string {
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
 	var b bytes.Buffer
-	b.WriteString(`(function () {
+	for _, e := range t.backends {
+		if !want[e.name] {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString(`(function () {
 "use strict";
 const drop = (ident, name) => {
   const o = globalThis[ident];
@@ -170,8 +186,11 @@ const drop = (ident, name) => {
   if (name !== ident && globalThis[name] === o) { try { delete globalThis[name]; } catch (e) {} }
 };
 `)
-	for _, e := range t.backends {
+		}
 		b.WriteString("drop(" + jsString(e.ident) + ", " + jsString(e.name) + ");\n")
+	}
+	if b.Len() == 0 {
+		return ""
 	}
 	b.WriteString("})();\n")
 	return b.String()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,11 +93,27 @@ type Catalog struct {
 	ignored map[string]string
 	view    atomic.Pointer[View]
 	// hidden are compiled backends the running config does not name: out
-	// of the registry, the search index and the sandbox; unbind is the
-	// script that removes their globals from the compiled preamble.
+	// of the registry, the search index and the sandbox. unbind is the
+	// script that removes every global the compiled preamble bound, with
+	// its identifiers: the extra preamble starts with it, so it never
+	// leaves a compiled object under a name (an original name such as
+	// "my-backend", which a later binding would not replace) or a hidden
+	// backend under an identifier the live set would give another.
 	hidden []string
 	unbind string
 	bare   atomic.Pointer[map[string]bool]
+
+	// syncing serializes Follow's syncs, which read the store without mu.
+	// gen counts this replica's own changes to the store, so a sync whose
+	// read raced one reads again instead of undoing it; epoch is the
+	// store's epoch (Epoched) last seen, and lost the registrations to
+	// publish again since the store lost them.
+	syncing sync.Mutex
+	gen     uint64
+	epoch   string
+	lost    map[string]bool
+	// leaving counts Deregister calls removing a name from the store.
+	leaving map[string]int
 
 	// refreshing serializes refreshes per backend, so an older tool list
 	// fetched slowly never replaces a newer one.
@@ -110,7 +127,7 @@ func New(opts Options) *Catalog {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Catalog{opts: opts, log: log, cfg: opts.Config, compiled: map[string]*manifest.Manifest{},
-		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}, ignored: map[string]string{}}
+		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}, ignored: map[string]string{}, lost: map[string]bool{}, leaving: map[string]int{}}
 	c.hideUndeclared()
 	for _, b := range opts.Registry.Backends() {
 		if b.Compiled {
@@ -133,26 +150,42 @@ func New(opts Options) *Catalog {
 // config does not name: a kiln binary run with another config shows what
 // that config serves, not what it was built with.
 func (c *Catalog) hideUndeclared() {
-	var gone []bridge.Backend
 	// A set, not c.declared per backend: that scan was quadratic in a
 	// large fleet (4 ms of a 1,246-backend start, BenchmarkStartFleet).
 	declared := make(map[string]bool, len(c.cfg.Backends))
 	for _, b := range c.cfg.Backends {
 		declared[b.Name] = true
 	}
+	var compiled []bridge.Backend
 	for _, b := range c.opts.Registry.Backends() {
-		if b.Compiled && !declared[b.Name()] {
-			gone = append(gone, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
+		if !b.Compiled {
+			continue
+		}
+		// Names are enough: identifiers depend on the set of names only.
+		compiled = append(compiled, bridge.Backend{Name: b.Name()})
+		if !declared[b.Name()] {
 			c.hidden = append(c.hidden, b.Name())
 		}
 	}
-	if len(gone) == 0 {
+	// Besides the hidden backends, only those bound under a second name
+	// need unbinding: the extra preamble replaces an identifier's binding
+	// but leaves a name some global holds, the compiled object included.
+	// Each drop costs every program run with an extra preamble, so the
+	// others are not listed.
+	t := bridge.Lookup(compiled)
+	drop := slices.Clone(c.hidden)
+	for _, b := range compiled {
+		if id, _ := t.BackendIdent(b.Name); id != b.Name {
+			drop = append(drop, b.Name)
+		}
+	}
+	c.unbind = t.Unbind(drop...)
+	if len(c.hidden) == 0 {
 		return
 	}
 	for _, name := range c.hidden {
 		c.opts.Registry.Remove(name)
 	}
-	c.unbind = bridge.Unbind(gone)
 	c.log.Info("compiled backends not named in the config are not served: their tools, resources and prompts appear nowhere",
 		"backends", strings.Join(c.hidden, ","), "config", c.cfg.Path)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -12,12 +13,19 @@ import (
 // shared store even without a change notice.
 const followResync = 5 * time.Second
 
+// syncAttempts bounds how often one sync reads the store again because
+// this replica changed it meanwhile; the change's own notice brings
+// another sync anyway.
+const syncAttempts = 3
+
 // Follow keeps this replica's runtime registrations equal to a shared
 // store's until ctx ends: a backend another replica registers is added
 // (from its recorded tools, connecting in the background) and one it
 // deregisters is removed, within the store's notice latency (Redis
-// pub/sub: milliseconds) or followResync at worst. It does nothing for a
-// store that is not a Watcher.
+// pub/sub: milliseconds) or followResync at worst. When the store lost
+// every record (Epoched: Redis restarted without persistence, or
+// flushed), the registrations this replica serves are published again
+// rather than dropped. It does nothing for a store that is not a Watcher.
 func (c *Catalog) Follow(ctx context.Context) {
 	w, ok := c.opts.Store.(Watcher)
 	if !ok {
@@ -26,21 +34,76 @@ func (c *Catalog) Follow(ctx context.Context) {
 	go w.Watch(ctx, followResync, func() { c.sync(ctx) })
 }
 
-// sync applies the store's registrations to this replica.
-func (c *Catalog) sync(ctx context.Context) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// readStore reads every record, with the store's epoch when it keeps one.
+func (c *Catalog) readStore(ctx context.Context) (map[string][]byte, string, error) {
 	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	if e, ok := c.opts.Store.(Epoched); ok {
+		return e.AllWithEpoch(sctx)
+	}
 	recs, err := c.opts.Store.All(sctx)
-	cancel()
-	if err != nil {
-		// The store logs outages itself; this replica keeps what it has.
-		c.log.Debug("could not read the shared registrations", "err", err)
+	return recs, "", err
+}
+
+// sync applies the store's registrations to this replica. The store is
+// read without the catalog's lock: during an outage a read blocks up to
+// its timeout, and lookups, refreshes and calls must not wait for it.
+func (c *Catalog) sync(ctx context.Context) {
+	c.syncing.Lock()
+	defer c.syncing.Unlock()
+	for range syncAttempts {
+		c.mu.Lock()
+		gen := c.gen
+		c.mu.Unlock()
+		recs, epoch, err := c.readStore(ctx)
+		if err != nil {
+			// The store logs outages itself; this replica keeps what it has.
+			c.log.Debug("could not read the shared registrations", "err", err)
+			return
+		}
+		c.mu.Lock()
+		if c.gen != gen {
+			// A registration or deregistration made here since the read
+			// began: the records read may not show it yet.
+			c.mu.Unlock()
+			continue
+		}
+		again := c.applyLocked(recs, epoch)
+		c.mu.Unlock()
+		c.republish(ctx, again)
 		return
 	}
+}
+
+// applyLocked makes this replica's registrations those of recs and
+// returns the records to publish again because the store lost them.
+func (c *Catalog) applyLocked(recs map[string][]byte, epoch string) map[string][]byte {
+	if epoch != "" && c.epoch != "" && epoch != c.epoch {
+		names := slices.Sorted(maps.Keys(c.dynamic))
+		for _, name := range names {
+			c.lost[name] = true
+		}
+		c.log.Warn("the shared state lost every registration (Redis restarted without persistence, or was flushed); this replica publishes the ones it serves again",
+			"backends", strings.Join(names, ","))
+	}
+	if epoch != "" {
+		c.epoch = epoch
+	}
+	again := map[string][]byte{}
 	for _, name := range slices.Sorted(maps.Keys(c.dynamic)) {
+		if c.leaving[name] > 0 {
+			continue // Deregister drops it
+		}
+		rec, ok := recs[name]
+		if !ok && c.lost[name] {
+			if r := c.recordLocked(name); r != nil {
+				again[name] = r
+				continue
+			}
+		}
+		delete(c.lost, name)
 		var p persisted
-		if rec, ok := recs[name]; !ok || json.Unmarshal(rec, &p) != nil || !sameJSON(p.Definition, c.dynamic[name]) {
+		if !ok || json.Unmarshal(rec, &p) != nil || !sameJSON(p.Definition, c.dynamic[name]) {
 			c.dropLocked(name)
 			c.log.Info("backend deregistered by another replica", "backend", name)
 		}
@@ -69,4 +132,51 @@ func (c *Catalog) sync(ctx context.Context) {
 		delete(c.ignored, name)
 		c.log.Info("backend registered by another replica", "backend", name)
 	}
+	return again
+}
+
+// recordLocked is the stored form of a registration this replica serves,
+// or nil when it cannot be built.
+func (c *Catalog) recordLocked(name string) []byte {
+	b, ok := c.opts.Registry.Backend(name)
+	if !ok {
+		return nil
+	}
+	rec, err := json.Marshal(persisted{Name: name, Definition: c.dynamic[name], Manifest: b.Manifest})
+	if err != nil {
+		return nil
+	}
+	return rec
+}
+
+// republish writes again the records the store lost. Create never
+// replaces a record, so replicas doing this at once agree; one that fails
+// stays lost and is tried at the next sync.
+func (c *Catalog) republish(ctx context.Context, recs map[string][]byte) {
+	var done []string
+	for _, name := range slices.Sorted(maps.Keys(recs)) {
+		c.mu.Lock()
+		gone := c.dynamic[name] == nil || c.leaving[name] > 0
+		c.mu.Unlock()
+		if gone {
+			continue // deregistered here meanwhile
+		}
+		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		_, err := c.opts.Store.Create(sctx, name, recs[name])
+		cancel()
+		if err != nil {
+			c.log.Warn("could not publish a registration again after the shared state lost it; retrying at the next sync", "backend", name, "err", err)
+			continue
+		}
+		done = append(done, name)
+	}
+	if len(done) == 0 {
+		return
+	}
+	c.mu.Lock()
+	for _, name := range done {
+		delete(c.lost, name)
+	}
+	c.mu.Unlock()
+	c.log.Info("registrations published again after the shared state lost them", "backends", strings.Join(done, ","))
 }

@@ -86,28 +86,47 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 			"backend", name, "transport", b.Transport, "url", b.URL, "err", err)
 		return nil, fmt.Errorf("backend %q could not be registered: %w", name, ErrNotRegistered)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pending, name)
-	if err := c.opts.Registry.Add(m, false); err != nil {
-		c.opts.Backends.RemoveBackend(name) // returns at once; frees the name for the winner's record
-		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
-	}
 	// Saved before it is published: a registration the other replicas
-	// cannot see is not made at all.
-	if err := c.saveLocked(ctx, name, def, m); err != nil {
-		c.opts.Registry.Remove(name)
+	// cannot see is not made at all. The store is written without the
+	// catalog's lock (during an outage the write waits out its timeout);
+	// the name stays pending meanwhile, so nothing else takes it.
+	if err := c.save(ctx, name, def, m); err != nil {
 		c.opts.Backends.RemoveBackend(name) // returns at once; frees the name for the winner's record
+		release()
 		return nil, err
 	}
-	c.dynamic[name] = def
-	c.publishLocked()
+	c.mu.Lock()
+	delete(c.pending, name)
+	c.gen++
+	err = c.opts.Registry.Add(m, false)
+	if err == nil {
+		c.dynamic[name] = def
+		c.publishLocked()
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.opts.Backends.RemoveBackend(name)
+		c.unsave(name)
+		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+	}
 	c.log.Info("backend registered at run time", "backend", name, "transport", b.Transport, "tools", len(m.Tools))
 	return m, nil
 }
 
-// saveLocked records a new registration in the store, if there is one.
-func (c *Catalog) saveLocked(ctx context.Context, name string, def json.RawMessage, m *manifest.Manifest) error {
+// unsave removes a record save wrote for a registration that then failed.
+func (c *Catalog) unsave(name string) {
+	if c.opts.Store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := c.opts.Store.Delete(ctx, name); err != nil {
+		c.log.Error("could not remove the saved record of a registration that failed", "backend", name, "err", err)
+	}
+}
+
+// save records a new registration in the store, if there is one.
+func (c *Catalog) save(ctx context.Context, name string, def json.RawMessage, m *manifest.Manifest) error {
 	if c.opts.Store == nil {
 		return nil
 	}
@@ -208,23 +227,38 @@ func allowedCommand(cmd string, allow []string) bool {
 // Deregister removes a backend registered at run time.
 func (c *Catalog) Deregister(name string) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if _, ok := c.dynamic[name]; !ok {
+		defer c.mu.Unlock()
 		if c.compiled[name] != nil || c.declared(name) {
 			return fmt.Errorf("%w: %q is part of kiln's config, not registered at run time; to stop it set backends.%s.enabled: false in %s",
 				ErrRefused, name, name, c.cfg.EditHint())
 		}
 		return fmt.Errorf("%w: no backend %q was registered at run time; registered now: %s", ErrRefused, name, orNone(slices.Sorted(maps.Keys(c.dynamic))))
 	}
+	// The store is written without the catalog's lock, as in Register;
+	// a sync meanwhile leaves the name to this call.
+	c.leaving[name]++
+	c.gen++
+	c.mu.Unlock()
+	var err error
 	if c.opts.Store != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		defer cancel()
-		if err := c.opts.Store.Delete(ctx, name); err != nil {
-			c.log.Error("could not remove a runtime registration from the state store; it stays registered", "backend", name, "err", err)
-			return fmt.Errorf("kiln could not remove %q from its saved registrations (kiln's state store failed; its log has the reason), so it stays registered; try again later", name)
-		}
+		err = c.opts.Store.Delete(ctx, name)
+		cancel()
 	}
-	c.dropLocked(name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leaving[name]--; c.leaving[name] == 0 {
+		delete(c.leaving, name)
+	}
+	c.gen++
+	if err != nil {
+		c.log.Error("could not remove a runtime registration from the state store; it stays registered", "backend", name, "err", err)
+		return fmt.Errorf("kiln could not remove %q from its saved registrations (kiln's state store failed; its log has the reason), so it stays registered; try again later", name)
+	}
+	if _, ok := c.dynamic[name]; ok {
+		c.dropLocked(name)
+	}
 	c.log.Info("backend deregistered", "backend", name)
 	return nil
 }
@@ -232,6 +266,7 @@ func (c *Catalog) Deregister(name string) error {
 // dropLocked removes a registered backend from this kiln.
 func (c *Catalog) dropLocked(name string) {
 	delete(c.dynamic, name)
+	delete(c.lost, name)
 	c.opts.Registry.Remove(name)
 	c.publishLocked()
 	// Synchronous, so a registration of the same name that follows (a
@@ -260,13 +295,14 @@ func (c *Catalog) Restore(ctx context.Context) {
 	if c.opts.Store == nil {
 		return
 	}
-	sctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	recs, err := c.opts.Store.All(sctx)
-	cancel()
+	recs, epoch, err := c.readStore(ctx)
 	if err != nil {
 		c.log.Warn("could not read saved registrations; ignoring them", "err", err)
 		return
 	}
+	c.mu.Lock()
+	c.epoch = epoch
+	c.mu.Unlock()
 	_, shared := c.opts.Store.(Watcher)
 	var legacy []persisted
 	for _, name := range slices.Sorted(maps.Keys(recs)) {

@@ -33,6 +33,14 @@ type Watcher interface {
 	Watch(ctx context.Context, resync time.Duration, changed func())
 }
 
+// Epoched is a shared Store that can lose every record at once (Redis
+// restarted without persistence, or flushed). AllWithEpoch is All with an
+// ID that changes only then, so Follow tells that loss apart from another
+// replica's deregistrations.
+type Epoched interface {
+	AllWithEpoch(ctx context.Context) (map[string][]byte, string, error)
+}
+
 // storeTimeout bounds one store operation made on a client's behalf.
 const storeTimeout = 5 * time.Second
 

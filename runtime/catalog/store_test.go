@@ -68,6 +68,12 @@ func TestStoreContract(t *testing.T) {
 // replica is a catalog over a real dispatcher sharing store with others.
 func replica(t *testing.T, ctx context.Context, store Store, allow string) (*Catalog, <-chan struct{}) {
 	t.Helper()
+	return replicaLogged(t, ctx, store, allow, slog.New(slog.DiscardHandler))
+}
+
+// replicaLogged is replica with its log.
+func replicaLogged(t *testing.T, ctx context.Context, store Store, allow string, log *slog.Logger) (*Catalog, <-chan struct{}) {
+	t.Helper()
 	gw := config.DefaultGateway()
 	gw.ConnectTimeout = 5 * time.Second
 	r, err := config.ParseHostRule(allow)
@@ -76,7 +82,6 @@ func replica(t *testing.T, ctx context.Context, store Store, allow string) (*Cat
 	}
 	gw.Registration.AllowHosts = []config.HostRule{r}
 	cfg := &config.Config{Version: 1, Dir: t.TempDir(), Gateway: gw}
-	log := slog.New(slog.DiscardHandler)
 	reg := registry.New()
 	disp := dispatch.New(reg, cfg, dispatch.Options{Logger: log, Self: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:1")}})
 	disp.Start(ctx)

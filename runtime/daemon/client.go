@@ -181,9 +181,31 @@ func Dial(ctx context.Context, id Identity, verb string) (*Conn, error) {
 
 // Lock takes the start lock of id's daemon, so that of several clients
 // starting at once exactly one starts it. It blocks until the lock is free
-// or ctx ends; the kernel frees it if the holder dies.
+// or ctx ends; the kernel frees it if the holder dies. unlock deletes the
+// lock file (every build and config has its own, so they would pile up):
+// a client that was waiting on the deleted file, or opened it just before,
+// finds it is no longer the one at the path once it holds it, and locks
+// the file there instead, so two clients never both hold the lock.
 func Lock(ctx context.Context, id Identity) (unlock func(), err error) {
-	f, err := os.OpenFile(id.Socket+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	path := id.Socket + ".lock"
+	for {
+		f, err := lockFile(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		if atPath(f, path) {
+			return func() {
+				_ = os.Remove(path) // while still holding it
+				f.Close()
+			}, nil
+		}
+		f.Close()
+	}
+}
+
+// lockFile opens path, creating it, and waits for its exclusive lock.
+func lockFile(ctx context.Context, path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("daemon start lock: %w", err)
 	}
@@ -193,14 +215,25 @@ func Lock(ctx context.Context, id Identity) (unlock func(), err error) {
 	case err := <-done:
 		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("daemon start lock %s: %w", f.Name(), err)
+			return nil, fmt.Errorf("daemon start lock %s: %w", path, err)
 		}
-		return func() { f.Close() }, nil
+		return f, nil
 	case <-ctx.Done():
 		// Closing the file ends the waiting flock's claim with it.
 		go func() { <-done; f.Close() }()
-		return nil, fmt.Errorf("waited too long for another kiln connect starting the daemon (lock %s): %w", f.Name(), ctx.Err())
+		return nil, fmt.Errorf("waited too long for another kiln connect starting the daemon (lock %s): %w", path, ctx.Err())
 	}
+}
+
+// atPath reports whether f is still the file at path: not deleted (or
+// replaced) by the holder before.
+func atPath(f *os.File, path string) bool {
+	held, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Stat(path)
+	return err == nil && os.SameFile(held, now)
 }
 
 // Spawn starts cmd as a detached daemon (its own session, stdin from

@@ -8,7 +8,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -227,4 +230,45 @@ func TestLockIsExclusive(t *testing.T) {
 		t.Fatalf("Lock after unlock: %v", err)
 	}
 	unlock2()
+}
+
+// Unlocking deletes the lock file, and the lock stays exclusive while
+// clients take it at once, each deleting the file the others wait on.
+func TestLockFileIsRemovedAndStaysExclusive(t *testing.T) {
+	id := testIdentity(t)
+	unlock, err := Lock(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if _, err := os.Stat(id.Socket + ".lock"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("lock file after unlock: %v; want it deleted", err)
+	}
+	var holders, most atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				unlock, err := Lock(t.Context(), id)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n := holders.Add(1)
+				if n > most.Load() {
+					most.Store(n)
+				}
+				runtime.Gosched()
+				holders.Add(-1)
+				unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d clients held the start lock at once, want 1", m)
+	}
+	if _, err := os.Stat(id.Socket + ".lock"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("lock file after every client unlocked: %v; want it deleted", err)
+	}
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -30,7 +31,10 @@ import (
 //     own session every request is that client's.
 //
 // The cost is a second backend process (stdio) or connection per such
-// client session, paid only by clients that can be asked something.
+// client session, paid only by clients that can be asked something. A
+// session that cannot be opened (a backend that allows one instance, say)
+// costs the client only its in-band questions: the call runs on the shared
+// session.
 
 // sessionIdle closes a per-client-session backend session nobody called
 // for this long; client sessions are not always ended explicitly.
@@ -41,13 +45,27 @@ const sessionIdle = 5 * time.Minute
 // declared sampling or elicitation).
 type inBand interface{ InBand() bool }
 
+// sessionRetry is how long a client session whose own backend session
+// failed to open uses the shared one instead before kiln dials again: a
+// backend that cannot run a second instance (it locks its data, say) must
+// not cost every call a failed start and a log line.
+const sessionRetry = 30 * time.Second
+
 // sessionConn is one client session's own session with a backend.
 type sessionConn struct {
 	ready chan struct{} // closed when the dial ended
-	conn  *backend.Conn
-	err   error
-	calls int
-	idle  *time.Timer
+	// dialing is true until the dial's outcome is recorded; cancel ends
+	// the dial, and abandoned tells the dialer that closeSessions gave up
+	// on it meanwhile (the client session or the supervisor ended), so
+	// whatever it opened must be closed, not kept for an idle timer.
+	dialing   bool
+	cancel    context.CancelFunc
+	abandoned bool
+	conn      *backend.Conn
+	err       error
+	retry     time.Time // after a failed dial: when to dial again
+	calls     int
+	idle      *time.Timer
 }
 
 // sessionKey names the calls on a client session's own backend session in
@@ -95,22 +113,51 @@ func (d *Dispatcher) trackCall(ctx context.Context, s *supervisor, shared *backe
 	if err != nil {
 		return nil, backend.CallOptions{}, nil, err
 	}
+	if conn == nil {
+		// No session of its own (it failed to open, logged once): the
+		// call itself still runs on the shared session, where a question
+		// the backend asks may be refused as it would be without one.
+		opts, done := d.obs.track(ctx, name)
+		return shared, opts, done, nil
+	}
 	opts, done := d.obs.track(ctx, sessionKey(name, sid))
 	return conn, opts, func() { done(); release() }, nil
 }
 
 // sessionConn returns client session sid's own session with the slot's
-// backend, dialing it on first use; release marks the call over.
+// backend, dialing it on first use; release marks the call over. It
+// returns no session and no error when there is none to use (the dial
+// failed, recently or now, or the slot is shutting down): the caller falls
+// back to the shared session. The error is for a call canceled while it
+// waited for the dial.
 func (d *Dispatcher) sessionConn(ctx context.Context, s *supervisor, sid string) (*backend.Conn, func(), error) {
 	name := s.cfg.Name
 	d.mu.Lock()
+	if s.sessionsOver {
+		d.mu.Unlock()
+		return nil, nil, nil
+	}
 	if s.sessions == nil {
 		s.sessions = map[string]*sessionConn{}
 	}
 	sc := s.sessions[sid]
+	if sc != nil && !sc.dialing && sc.conn == nil {
+		if time.Now().Before(sc.retry) {
+			d.mu.Unlock()
+			return nil, nil, nil
+		}
+		delete(s.sessions, sid)
+		sc = nil
+	}
 	dial := sc == nil
+	var dctx context.Context
 	if dial {
-		sc = &sessionConn{ready: make(chan struct{})}
+		// The dial outlives the call that started it (other calls of the
+		// session wait for it), but not the session or the supervisor:
+		// closeSessions cancels it.
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+		sc = &sessionConn{ready: make(chan struct{}), dialing: true, cancel: cancel}
 		s.sessions[sid] = sc
 	}
 	sc.calls++
@@ -134,41 +181,7 @@ func (d *Dispatcher) sessionConn(ctx context.Context, s *supervisor, sid string)
 		}
 	}
 	if dial {
-		key := sessionKey(name, sid)
-		var hc *http.Client
-		var err error
-		if d.opts.HTTPClient != nil && cfg.Transport != config.TransportStdio {
-			hc, err = d.opts.HTTPClient(&cfg) // the backend's OAuth client, as for its shared session
-		}
-		var conn *backend.Conn
-		if err == nil {
-			conn, err = backend.DialTimeout(context.WithoutCancel(ctx), &cfg, connectTimeout, backend.Options{
-				ClientVersion: d.opts.Version,
-				Guard:         guard,
-				HTTPClient:    hc,
-				Legacy:        true,
-				OnNotification: func(method string, params json.RawMessage) {
-					d.callNotification(name, key, method, params)
-				},
-				OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-					return d.clientRequestOn(ctx, name, key, method, params)
-				},
-			})
-		}
-		d.mu.Lock()
-		sc.conn, sc.err = conn, err
-		if err != nil {
-			delete(s.sessions, sid)
-		}
-		d.mu.Unlock()
-		close(sc.ready)
-		if err == nil {
-			d.log.Info("backend session opened for a client session", "backend", name, "protocol", conn.ProtocolVersion())
-			go func() {
-				<-conn.Done()
-				d.dropSession(s, sid, sc)
-			}()
-		}
+		d.dialSession(dctx, s, sid, sc, cfg, connectTimeout, guard)
 	}
 	select {
 	case <-sc.ready:
@@ -177,12 +190,75 @@ func (d *Dispatcher) sessionConn(ctx context.Context, s *supervisor, sid string)
 		return nil, nil, &Error{Code: CodeCanceled, Backend: name, Err: ctx.Err(),
 			Message: fmt.Sprintf("the call to %s was canceled while kiln opened a session with it for this client", name)}
 	}
-	if sc.err != nil {
+	if sc.conn == nil {
 		release()
-		return nil, nil, &Error{Code: CodeUnavailable, Backend: name, Err: sc.err,
-			Message: fmt.Sprintf("kiln could not open a session with backend %q for this client session (needed so the backend can ask this client for sampling or elicitation during the call): %v\nRead kiln://backend/%s for the backend's state.", name, sc.err, name)}
+		return nil, nil, nil
 	}
 	return sc.conn, release, nil
+}
+
+// errSessionEnded is a dial's outcome when its client session or the
+// backend's supervisor ended while it ran.
+var errSessionEnded = errors.New("the client session or the backend ended while its session was being opened")
+
+// dialSession opens sc, client session sid's own session with the slot's
+// backend, and records the outcome.
+func (d *Dispatcher) dialSession(ctx context.Context, s *supervisor, sid string, sc *sessionConn, cfg config.Backend, connectTimeout time.Duration, guard *backend.Guard) {
+	name := cfg.Name
+	key := sessionKey(name, sid)
+	var hc *http.Client
+	var err error
+	if d.opts.HTTPClient != nil && cfg.Transport != config.TransportStdio {
+		hc, err = d.opts.HTTPClient(&cfg) // the backend's OAuth client, as for its shared session
+	}
+	var conn *backend.Conn
+	if err == nil {
+		conn, err = backend.DialTimeout(ctx, &cfg, connectTimeout, backend.Options{
+			ClientVersion: d.opts.Version,
+			Guard:         guard,
+			HTTPClient:    hc,
+			Legacy:        true,
+			OnNotification: func(method string, params json.RawMessage) {
+				d.callNotification(name, key, method, params)
+			},
+			OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+				return d.clientRequestOn(ctx, name, key, method, params)
+			},
+		})
+	}
+	sc.cancel()
+	d.mu.Lock()
+	sc.dialing = false
+	abandoned := sc.abandoned
+	switch {
+	case abandoned:
+		sc.err = errSessionEnded
+	case err != nil:
+		// Kept in the map, without a connection, until sessionRetry has
+		// passed: the session's calls use the shared session meanwhile.
+		sc.err, sc.retry = err, time.Now().Add(sessionRetry)
+	default:
+		sc.conn = conn
+	}
+	d.mu.Unlock()
+	if abandoned && conn != nil {
+		// Before the waiting calls go on, so none returns while the
+		// process still runs.
+		conn.Close()
+	}
+	close(sc.ready)
+	switch {
+	case abandoned:
+	case err != nil:
+		d.log.Warn("could not open a backend session for a client session; its calls use the backend's shared session, where the backend's sampling or elicitation requests may be refused",
+			"backend", name, "retry_after", sessionRetry, "err", err)
+	default:
+		d.log.Info("backend session opened for a client session", "backend", name, "protocol", conn.ProtocolVersion())
+		go func() {
+			<-conn.Done()
+			d.dropSession(s, sid, sc)
+		}()
+	}
 }
 
 // dropSession closes sc if it is still sid's session with the slot's
@@ -214,7 +290,8 @@ func closed(c *backend.Conn) bool {
 }
 
 // closeSessions closes the slot's per-client-session backend sessions:
-// all of them (sid ""), or client session sid's.
+// all of them (sid ""), or client session sid's. One still dialing is
+// canceled, and closed by its dialer if it opens anyway.
 func (s *supervisor) closeSessions(sid string) {
 	s.mu.Lock()
 	var conns []*backend.Conn
@@ -222,12 +299,12 @@ func (s *supervisor) closeSessions(sid string) {
 		if sid != "" && id != sid {
 			continue
 		}
-		select {
-		case <-sc.ready:
-		default:
-			continue // still dialing: its idle timer closes it
-		}
 		delete(s.sessions, id)
+		if sc.dialing {
+			sc.abandoned = true
+			sc.cancel()
+			continue
+		}
 		if sc.idle != nil {
 			sc.idle.Stop()
 		}
@@ -239,4 +316,13 @@ func (s *supervisor) closeSessions(sid string) {
 	for _, c := range conns {
 		c.Close()
 	}
+}
+
+// endSessions is closeSessions("") for a supervisor that is done: no
+// client session opens a backend session of its own through it again.
+func (s *supervisor) endSessions() {
+	s.mu.Lock()
+	s.sessionsOver = true
+	s.mu.Unlock()
+	s.closeSessions("")
 }

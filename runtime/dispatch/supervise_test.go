@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -33,6 +34,19 @@ func init() {
 	case "slow":
 		// Connects late, as a backend that loads a lot at start does.
 		time.Sleep(300 * time.Millisecond)
+	case "once", "gate":
+		// The first instance serves; a later one (a client session's own
+		// backend session) fails at start, as a backend that locks its
+		// data does, or waits at a gate the test opens.
+		marker := os.Getenv("KILN_TEST_ONCE")
+		if f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			f.Close()
+		} else if mode == "once" {
+			fmt.Fprintln(os.Stderr, "fatal: another instance holds", marker)
+			os.Exit(2)
+		} else {
+			awaitGate(os.Getenv("KILN_TEST_GATE"))
+		}
 	}
 	s := server.NewMCPServer("supervised", "1", server.WithToolCapabilities(true))
 	s.AddTool(mcp.NewTool("pid"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -63,6 +77,20 @@ func init() {
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// awaitGate tells the test listening on the unix socket at path this
+// process's pid and waits for one byte back before the process serves.
+func awaitGate(path string) {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		os.Exit(4)
+	}
+	fmt.Fprintf(c, "%d\n", os.Getpid())
+	if _, err := c.Read(make([]byte, 1)); err != nil {
+		os.Exit(4)
+	}
+	c.Close()
 }
 
 // supervised starts a dispatcher over one backend run by this test binary

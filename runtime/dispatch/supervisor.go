@@ -75,6 +75,9 @@ type supervisor struct {
 	// sessions are client sessions' own sessions with the backend, by
 	// client session ID (session.go).
 	sessions map[string]*sessionConn
+	// sessionsOver is set when supervision ended: calls still arriving
+	// use no session of their own, which nothing would close.
+	sessionsOver bool
 }
 
 // host is what a supervisor asks of the dispatcher that runs it;
@@ -146,7 +149,7 @@ func (s *supervisor) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
 func (s *supervisor) run(ctx context.Context) {
 	defer close(s.exited)
 	defer s.markReady()
-	defer s.closeSessions("")
+	defer s.endSessions()
 	log := s.log.With("backend", s.cfg.Name)
 	firstRetry, maxRetry := s.host.retryBounds()
 	wait := firstRetry

@@ -184,11 +184,12 @@ type Hash struct {
 	r            *Redis
 	key, channel string
 	lockKey      string
+	epochKey     string
 }
 
 // Hash returns the records named name.
 func (r *Redis) Hash(name string) *Hash {
-	return &Hash{r: r, key: prefix + name, channel: prefix + name + ":changed", lockKey: prefix + name + ":lock:"}
+	return &Hash{r: r, key: prefix + name, channel: prefix + name + ":changed", lockKey: prefix + name + ":lock:", epochKey: prefix + name + ":epoch"}
 }
 
 // All returns every record.

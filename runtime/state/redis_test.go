@@ -195,3 +195,48 @@ func TestUpdateWritesOnlyWhileHoldingTheLock(t *testing.T) {
 		t.Errorf("stored %q; want the next holder's B-from-v0", got)
 	}
 }
+
+// A hash's epoch stays while Redis keeps its data, whatever replicas
+// write or delete, and changes when a restart without persistence lost it.
+func TestEpochChangesOnlyWhenTheDataIsLost(t *testing.T) {
+	srv := redistest.StartTCP(t)
+	h := open(t, srv.URL).Hash("registrations")
+	ctx := t.Context()
+	read := func() (map[string][]byte, string) {
+		t.Helper()
+		recs, epoch, err := h.AllWithEpoch(ctx)
+		if err != nil || epoch == "" {
+			t.Fatalf("AllWithEpoch = %v, %q, %v", recs, epoch, err)
+		}
+		return recs, epoch
+	}
+	_, first := read()
+	if ok, err := h.Create(ctx, "x", []byte("one")); !ok || err != nil {
+		t.Fatalf("Create = %v, %v", ok, err)
+	}
+	if err := h.Delete(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := h.Create(ctx, "y", []byte("two")); !ok || err != nil {
+		t.Fatalf("Create = %v, %v", ok, err)
+	}
+	recs, again := read()
+	if again != first {
+		t.Errorf("epoch changed from %q to %q after writes and deletes", first, again)
+	}
+	if diff := cmp.Diff(map[string][]byte{"y": []byte("two")}, recs); diff != "" {
+		t.Errorf("AllWithEpoch records (-want +got):\n%s", diff)
+	}
+	srv.Restart(t)
+	var recsAfter map[string][]byte
+	var after string
+	for range 50 { // the client reconnects on its next command
+		var err error
+		if recsAfter, after, err = h.AllWithEpoch(ctx); err == nil {
+			break
+		}
+	}
+	if after == "" || after == first || len(recsAfter) != 0 {
+		t.Errorf("after a restart without persistence: epoch %q (was %q), records %v; want a new epoch and none", after, first, recsAfter)
+	}
+}

@@ -36,6 +36,45 @@ func (h *Hash) Watch(ctx context.Context, resync time.Duration, changed func()) 
 	}
 }
 
+// allEpochScript reads a hash with its epoch key, writing ARGV[1] there
+// first when the key is missing, in one step: a reader never sees records
+// of one epoch with the ID of another.
+var allEpochScript = redis.NewScript(`
+local e = redis.call("get", KEYS[2])
+if not e then e = ARGV[1]; redis.call("set", KEYS[2], e) end
+return {e, redis.call("hgetall", KEYS[1])}`)
+
+// AllWithEpoch returns every record and the records' epoch: an ID that
+// stays the same while Redis keeps its data and changes when the records
+// were all lost (Redis restarted without persistence, or flushed), so a
+// replica can tell that loss from other replicas deleting records.
+func (h *Hash) AllWithEpoch(ctx context.Context) (map[string][]byte, string, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	v, err := allEpochScript.Run(ctx, h.r.c, []string{h.key, h.epochKey}, hex.EncodeToString(b[:])).Slice()
+	if err != nil {
+		return nil, "", h.r.fail("read "+h.key, err)
+	}
+	var epoch string
+	var flat []any
+	if len(v) == 2 {
+		epoch, _ = v[0].(string)
+		flat, _ = v[1].([]any)
+	}
+	if epoch == "" || len(flat)%2 != 0 {
+		return nil, "", fmt.Errorf("read %s: unexpected answer %v", h.key, v)
+	}
+	out := make(map[string][]byte, len(flat)/2)
+	for i := 0; i < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		val, _ := flat[i+1].(string)
+		out[k] = []byte(val)
+	}
+	return out, epoch, nil
+}
+
 // unlockScript deletes a lock only if this holder still owns it, so a
 // holder that outlived its lease cannot release the next holder's lock.
 var unlockScript = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -25,6 +26,9 @@ type Server struct {
 	Addr string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// bin and args start it again (Restart).
+	bin  string
+	args []string
 }
 
 // Need skips the test when redis-server is not installed, or fails it
@@ -79,7 +83,13 @@ func StartTCP(t testing.TB) *Server {
 
 func start(t testing.TB, bin, dir string, args ...string) *Server {
 	t.Helper()
+	t.Helper()
 	args = append(args, "--dir", dir, "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "notice")
+	return run(t, bin, args)
+}
+
+func run(t testing.TB, bin string, args []string) *Server {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -89,7 +99,7 @@ func start(t testing.TB, bin, dir string, args ...string) *Server {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
-	s := &Server{cmd: cmd, done: make(chan struct{})}
+	s := &Server{cmd: cmd, done: make(chan struct{}), bin: bin, args: args}
 	ready := make(chan struct{})
 	var logTail []string
 	go func() {
@@ -131,3 +141,21 @@ func (s *Server) Stop() {
 
 // String names the server for messages.
 func (s *Server) String() string { return fmt.Sprintf("redis-server at %s", s.Addr) }
+
+// Restart stops the server and starts a new one on the same address. It
+// keeps no data (no persistence): the new server starts empty, as a Redis
+// restarted without RDB or AOF does.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	n := run(t, s.bin, s.args)
+	s.cmd, s.done = n.cmd, n.done
+}
+
+// Pause stops the server's process (SIGSTOP): connections stay open but
+// nothing answers, as during a network partition or a stalled host, until
+// Resume.
+func (s *Server) Pause() { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server.
+func (s *Server) Resume() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
