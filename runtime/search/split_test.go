@@ -35,7 +35,11 @@ func TestSplitTask(t *testing.T) {
 			[]string{"Can you find the cheapest flight to Tokyo", "Also, please book a hotel near Shinjuku"}},
 		{"Save it to /root/notes.md. Finally send the file to Bob",
 			[]string{"Save it to /root/notes.md", "send the file to Bob"}},
-		// Context sentences are not steps: one request is left.
+		{"1. Find the repo\n2. Clone the repo\n3. Run the tests\n4. Fix the bug\n5. Open a pull request\n6. Email the team",
+			[]string{"Find the repo", "Clone the repo", "Run the tests", "Fix the bug"}},
+		{"Plan my trip to Paris:\n- flights from Berlin\n- a hotel near the Louvre",
+			[]string{"Plan my trip to Paris", "flights from Berlin", "a hotel near the Louvre"}},
+		// Context sentences are not steps.
 		{"I'm a football fan. Can you show me Messi's clubs? Then list his transfers.",
 			[]string{"Can you show me Messi's clubs", "list his transfers"}},
 
