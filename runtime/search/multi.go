@@ -40,10 +40,10 @@ const (
 // AnchorWeight scales the task's normalised score added to a step's in
 // MergeAnchored. Measured with SplitTask (nDCG@5 LiveMCPBench /
 // ToolBench; task alone .387 / .720): 0 (plain interleaving, task first)
-// .381 / .717, 1 .379 / .729, 1.5 .384 / .732, 2 .389 / .733, 3 .384 /
-// .733, 5 .387 / .729; the task last instead .364 / .684 at 0 and .383 /
-// .728 at 2; fused by reciprocal rank, unanchored, .377 / .662. On
-// LiveMCPBench's annotated steps anchoring hurts (.596 → .538 at 1), so
+// .381 / .717, 1 .379 / .729, 1.5 .385 / .733, 2 .386 / .733, 3 .385 /
+// .732, 5 .387 / .728; the task last instead .364 / .684 at 0 and .383 /
+// .728 at 2 (50 deep); fused by reciprocal rank, unanchored, .377 / .662.
+// On LiveMCPBench's annotated steps anchoring hurts (.596 → .538 at 1), so
 // SearchSteps' other merges leave an agent's steps alone.
 const AnchorWeight = 2.0
 
@@ -80,8 +80,10 @@ func SearchSteps(search Searchf, task string, steps []string, merge Merge, opts 
 		per.Limit = max(2*limit, 20)
 	case MergeAnchored:
 		// A step's best tools under the task's are found among both
-		// rankings' tops; 5·limit keeps the task's tail that a step lifts.
-		per.Limit = max(5*limit, 50)
+		// rankings' tops. 50 deep measured .389 / .733 (LiveMCPBench /
+		// ToolBench nDCG@5) against 20 deep's .386 / .733, for a third
+		// more CPU per split task (BenchmarkSearchTask).
+		per.Limit = max(2*limit, 20)
 	}
 	lists := make([][]Hit, len(queries))
 	for i, q := range queries {
