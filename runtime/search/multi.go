@@ -63,7 +63,8 @@ type Searchf func(query string, opts Options) []Hit
 // task's comes last, catching what no step named. kiln-gen eval measures this
 // on LiveMCPBench's annotated steps (nDCG@5): task alone 0.366, fused by
 // reciprocal rank 0.451, interleaved with the task first 0.539, with the
-// task last 0.587.
+// task last 0.587. Steps cut from the task's own text are not short and
+// specific, so MergeAnchored puts the task first instead.
 func SearchSteps(search Searchf, task string, steps []string, merge Merge, opts Options) []Hit {
 	queries := stepQueries(task, steps)
 	if len(queries) == 1 {

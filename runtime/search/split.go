@@ -9,24 +9,24 @@ import (
 // SplitTask returns the steps of a task that asks for several things
 // ("Find the repository, then open an issue with the failing test"), or
 // nil when it asks for one. A task splits at line breaks, sentence ends,
-// semicolons, "then", "after that", "finally" and the like, and at "and" or
-// a comma followed by an imperative verb ("... and save it", "..., plot
-// it"); list markers and lead words ("First,", "Then") are dropped. Only
-// list items and pieces that ask for something are steps: after lead
-// words such as "please", "can you" or "I need you to", they start with an
-// imperative verb (stepVerbs). Context ("I'm a football fan.", "It's for a FinTech
-// app") stays in the task alone, and a piece with fewer than two words
-// that a query keeps ("and save it") joins the step before it.
+// semicolons, "then", "after that", "finally" and the like, and at "and"
+// or a comma followed by an imperative verb ("... and save it", "...,
+// plot it"); list markers and lead words ("First,", "Then") are dropped.
+// Only list items and pieces that ask for something are steps: after lead
+// words such as "please", "can you" or "I need you to", they start with
+// an imperative verb (stepVerbs). Context ("I'm a football fan.", "It's
+// for a FinTech app") stays in the task alone, and a piece with fewer than
+// two words that a query keeps ("and save it") joins the step before it.
 //
-// Measured with kiln-gen eval (nDCG@5 LiveMCPBench / ToolBench, searched
-// by SearchSteps with MergeAnchored 50 deep, shipped 20 deep .386 / .733;
-// the task alone .387 / .720): requests
-// split at line breaks and sentence ends .386 / .733; adding semicolons
-// .386 / .733, "then" and the like .388 / .733, "and" + verb .387 / .733,
-// comma + verb .389 / .733 (shipped: 41 of 94 and 462 of 765 tasks
-// split). Every piece a step, requests or not, .382 / .724 (.330-.379 /
-// .574-.681 unanchored). A step needing one kept word or three instead of
-// two: .389 / .733 and .389 / .732.
+// Measured with kiln-gen eval (nDCG@5 LiveMCPBench / ToolBench; the task
+// alone .387 / .720), searched by SearchSteps with MergeAnchored 50 deep
+// (shipped 20 deep: .386 / .733): requests split at line breaks and
+// sentence ends .386 / .733; adding semicolons .386 / .733, "then" and the
+// like .388 / .733, "and" + verb .387 / .733, comma + verb .389 / .733
+// (shipped; 41 of 94 and 462 of 765 tasks split). Every piece a step,
+// requests or not, .382 / .724 (.330-.379 / .574-.681 unanchored). A step
+// needing one kept word, or three, instead of two: .389 / .733 and .389 /
+// .732.
 func SplitTask(task string) []string {
 	if len(task) > MaxQueryBytes {
 		task = task[:MaxQueryBytes]
