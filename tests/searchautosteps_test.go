@@ -8,25 +8,31 @@ import (
 )
 
 // TestSearchAutoSteps: search_tools given only a task that names its steps
-// ("..., then ...", "and finally ...") finds the steps itself and returns
-// a tool for each, through real clients; the same words without the cues
-// are one step and miss one of them.
+// ("..., then ...", "and finally ...") finds the steps itself, through real
+// clients: the task's best tool still leads, and one of a step's best
+// tools that the task alone ranks too low joins the answer. The task alone is asked
+// for by passing it as its only step, which SearchSteps drops as a repeat.
 func TestSearchAutoSteps(t *testing.T) {
 	task := "Find the files under the project directory, then echo a message and finally create a knowledge graph relation."
-	flat := "find the files under the project directory echo a message create a knowledge graph relation"
-	want := []string{"filesystem.search_files", "everything.echo", "memory.create_relations"}
+	step := "Find the files under the project directory"
 	for _, name := range []string{"mcpgo-stdio", "gosdk-stdio"} {
 		t.Run(name, func(t *testing.T) {
 			s := clients()[name](t)
-			got := searchIDs(t, s, map[string]any{"task_description": task, "limit": 5})
-			for _, id := range want {
-				if !slices.Contains(got, id) {
-					t.Errorf("split task: %v lacks %s", got, id)
-				}
+			split := searchIDs(t, s, map[string]any{"task_description": task, "limit": 6})
+			alone := searchIDs(t, s, map[string]any{"task_description": task, "steps": []string{task}, "limit": 6})
+			stepBest := searchIDs(t, s, map[string]any{"task_description": step, "limit": 2})
+			if len(split) == 0 || len(alone) == 0 || len(stepBest) == 0 {
+				t.Fatalf("no hits: split %v, alone %v, step %v", split, alone, stepBest)
 			}
-			one := searchIDs(t, s, map[string]any{"task_description": flat, "limit": 5})
-			if !slices.ContainsFunc(want, func(id string) bool { return !slices.Contains(one, id) }) {
-				t.Errorf("the unsplit task already finds every step's tool (%v): the test no longer shows what splitting adds", one)
+			if split[0] != alone[0] {
+				t.Errorf("split task leads with %s, want the task's best %s (split %v)", split[0], alone[0], split)
+			}
+			added := slices.DeleteFunc(slices.Clone(stepBest), func(id string) bool { return slices.Contains(alone, id) })
+			if len(added) == 0 {
+				t.Fatalf("the task alone already finds the step's best tools %v (%v): the test no longer shows what splitting adds", stepBest, alone)
+			}
+			if !slices.ContainsFunc(added, func(id string) bool { return slices.Contains(split, id) }) {
+				t.Errorf("split task %v has none of the step's best tools %v that the task alone (%v) lacks", split, added, alone)
 			}
 		})
 	}
