@@ -53,6 +53,27 @@ func BenchmarkSearch(b *testing.B) {
 	}
 }
 
+// BenchmarkSearchTask measures search_tools' ranking without steps
+// (SearchTask): a one-step task costs what Search does, a multi-step one
+// ("task": read, plot, save) one more search per step it splits into,
+// against BenchmarkSearch's task alone.
+func BenchmarkSearchTask(b *testing.B) {
+	for _, n := range []int{500, 5000, 50000} {
+		ix := Build(benchDocs(b, n))
+		for _, name := range []string{"short", "task"} {
+			q := benchQueries[name]
+			b.Run(fmt.Sprintf("tools=%d/%s", n, name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if len(SearchTask(ix.Search, q, nil, Options{})) == 0 {
+						b.Fatalf("%q: no hits", q)
+					}
+				}
+			})
+		}
+	}
+}
+
 func BenchmarkLoad(b *testing.B) {
 	for _, n := range []int{500, 5000, 50000} {
 		data, err := Build(benchDocs(b, n)).MarshalBinary()

@@ -134,6 +134,18 @@ type Feedback struct {
 // bound δ 0.25-1 (.371-.377 / .720-.701); query file paths cut to their
 // base name (.386 / .720); a tool whose name a better hit already has
 // moved down (.382 / .723).
+//
+// Scoring models in BM25F's place, each with the rest of this
+// configuration (shipped .387 / .720): DFR InL2 with normalisation 2 (c
+// 0.5-7: .357-.352 / .723-.693; c 1 .356 / .720); query likelihood with
+// Dirichlet smoothing over field-weighted counts (mu 10 .334 / .624, 30
+// .357 / .654, 100 .377 / .689, 300 .379 / .709, 1000 .363 / .728, 2000
+// .353 / .731). Mixed into BM25F's ranking (each score divided by its best,
+// BM25F plus 0.25-1 times the other): Dirichlet mu 300 .385-.379 /
+// .722-.723, mu 1000-2000 .379-.366 / .724-.732, InL2 .379-.369 /
+// .719-.724. None helps LiveMCPBench; Dirichlet's ToolBench gain costs it
+// .008 or more, so BM25F stays. Splitting a task into its steps is
+// SplitTask's (measured there and at AnchorWeight).
 func DefaultConfig() Config {
 	c := Config{
 		K1:              1.2,

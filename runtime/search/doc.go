@@ -29,6 +29,10 @@
 //
 // SearchSteps searches a multi-step task's steps and the task and
 // interleaves the rankings, so every step's best tool comes early.
+// SearchTask, search_tools' ranking, does so with the agent's steps, or
+// without them with the steps SplitTask finds in the task ("..., then
+// ...", sentences, lists), each step's ranking anchored to the task's
+// (MergeAnchored); a task of one step is searched alone.
 //
 // TryAlso offers words for a follow-up query: each backend's most
 // distinctive terms (field weight times idf), ranked once when the backend

@@ -40,11 +40,13 @@ type Report struct {
 }
 
 // Run evaluates search over the bench files. Rows are the ablation ladder
-// (with Options.Ablation), then the shipped configuration (search_tools
-// given only the task), then that given each query's annotated sub-steps
-// too (search_tools' steps argument), interleaved and fused. Steps are
-// queries, never labels; a query without steps ranks as with the task
-// alone. Every index is evaluated after a
+// (with Options.Ablation), then the shipped configuration given the task
+// alone, then the task with the steps SplitTask finds (search_tools
+// without steps), then with each query's annotated sub-steps
+// (search_tools' steps argument), interleaved and fused, and with
+// Options.Ablation the split steps merged the other ways. Steps are
+// queries, never labels; a query without annotated steps ranks there as
+// the task alone. Every index is evaluated after a
 // MarshalBinary/Load round trip, as the gateway serves it.
 func Run(ctx context.Context, toolsPath, queriesPath string, opts Options) (*Report, error) {
 	docs, err := LoadTools(toolsPath)
@@ -74,26 +76,44 @@ func Run(ctx context.Context, toolsPath, queriesPath string, opts Options) (*Rep
 		row.Name = st.Name
 		rep.Rows = append(rep.Rows, row)
 	}
-	// search_tools with the agent's steps; without steps it is the row
-	// above, which is what a dataset without steps shows.
-	for _, m := range []struct {
-		name  string
-		merge search.Merge
-	}{{"task + steps interleaved", search.MergeInterleave}, {"task + steps fused (RRF)", search.MergeRRF}} {
-		row, err := evaluate(ctx, qs, func(q *Query) []search.Hit {
-			return search.SearchSteps(ix.Search, q.Query, q.Steps, m.merge, search.Options{Limit: 10})
-		})
+	// search_tools without steps splits the task itself (SearchTask);
+	// with the agent's steps it interleaves them, and a query without
+	// steps ranks there as the task alone, which is what a dataset
+	// without steps shows. Splits merged otherwise are the alternatives
+	// measured against MergeAnchored.
+	type merged struct {
+		name string
+		run  func(q *Query) []search.Hit
+	}
+	opt := search.Options{Limit: 10}
+	rows := []merged{
+		{"task + auto steps anchored (search_tools without steps)", func(q *Query) []search.Hit {
+			return search.SearchTask(ix.Search, q.Query, nil, opt)
+		}},
+		{"task + steps interleaved (search_tools with steps)", func(q *Query) []search.Hit {
+			return search.SearchSteps(ix.Search, q.Query, q.Steps, search.MergeInterleave, opt)
+		}},
+		{"task + steps fused (RRF)", func(q *Query) []search.Hit {
+			return search.SearchSteps(ix.Search, q.Query, q.Steps, search.MergeRRF, opt)
+		}},
+	}
+	if opts.Ablation {
+		rows = append(rows, merged{"task + auto steps interleaved, task last", func(q *Query) []search.Hit {
+			return search.SearchSteps(ix.Search, q.Query, search.SplitTask(q.Query), search.MergeInterleave, opt)
+		}}, merged{"task + auto steps fused (RRF)", func(q *Query) []search.Hit {
+			return search.SearchSteps(ix.Search, q.Query, search.SplitTask(q.Query), search.MergeRRF, opt)
+		}})
+	}
+	for _, m := range rows {
+		row, err := evaluate(ctx, qs, m.run)
 		if err != nil {
 			return nil, err
 		}
 		row.Name = final.Name + ", " + m.name
-		if m.merge == search.DefaultMerge {
-			row.Name += " (search_tools with steps)"
-		}
 		rep.Rows = append(rep.Rows, row)
 	}
 	if !slices.ContainsFunc(qs, func(q Query) bool { return len(q.Steps) > 0 }) {
-		rep.Notes = append(rep.Notes, "No query carries steps: the steps rows rank as the task alone.")
+		rep.Notes = append(rep.Notes, "No query carries annotated steps: the rows with steps (not auto steps) rank as the task alone.")
 	}
 	if opts.Semantic != nil {
 		rows, err := semanticRows(ctx, ix, docs, qs, opts.Semantic)

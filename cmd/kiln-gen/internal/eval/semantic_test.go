@@ -76,9 +76,10 @@ func TestRunSemantic(t *testing.T) {
 			t.Errorf("row %q of %q (-want +got):\n%s", name, names, diff)
 		}
 	}
-	// The two rows of the task with its steps (interleaved, fused) too.
-	if len(rep.Rows) != len(want)+2 {
-		t.Errorf("rows %q, want %d", names, len(want)+2)
+	// The three rows of the task with its steps (split from the task,
+	// interleaved, fused) too.
+	if len(rep.Rows) != len(want)+3 {
+		t.Errorf("rows %q, want %d", names, len(want)+3)
 	}
 	// Its queries have no steps, which the other note says.
 	if len(rep.Notes) != 2 || !strings.Contains(rep.Table(), "Note: The semantic rows measure syn.gguf") {
