@@ -375,6 +375,11 @@ func (s *scanner) object(q *quick) bool {
 				return false
 			}
 		}
+		if !utf8.ValidString(key) {
+			// The decoder turns each bad byte into U+FFFD: two keys may
+			// become one.
+			return false
+		}
 		s.i = jsontext.SkipSpace(s.s, s.i) + 1 // past the colon
 		sub := q.props[key]
 		switch {

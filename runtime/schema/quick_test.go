@@ -20,6 +20,7 @@ var quickSchemas = []string{
 	`{"type":"object","properties":{"message":{"type":"string","description":"Message to echo"}},"required":["message"],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#"}`,
 	`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":["integer","null"]},"tags":{"type":"array","items":{"type":"object","properties":{"k":{"type":"string"}},"required":["k"]},"minItems":1},"env":{"type":"object","additionalProperties":{"type":"string"}},"any":{}}}`,
 	`{"properties":{"x":{"type":"string","format":"uri"}}}`,
+	`{"type":"object","properties":{"\ufffd":{"type":"string"}}}`,
 }
 
 // quickInstances are tried against every schema: valid and invalid ones,
@@ -35,7 +36,7 @@ var quickInstances = []string{
 	`{"a":"1"}`, `{"b":1.5}`, `{"tags":[]}`, `{"tags":[{"j":1}]}`, `{"env":{"A":1}}`, `{"x":"not a uri"}`,
 	`{"x":"https://example.com"}`, ` {"message" : "hi" } `, `[]`, `"str"`, `{"code":"x"`, `{"code":"x"}{}`,
 	`{"tool_name":"` + strings.Repeat("é", 300) + `"}`, `{"tool_name":"` + strings.Repeat("é", 301) + `"}`,
-	`{"limit":99999999999999999999999,"task_description":"x"}`, `{"a":123456789012345678901234567890}`,
+	`{"limit":99999999999999999999999,"task_description":"x"}`, `{"a":123456789012345678901234567890}`, "{\"\xff\":1}",
 }
 
 func TestQuickNeverAcceptsWhatTheSchemaRefuses(t *testing.T) {

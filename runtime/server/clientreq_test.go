@@ -217,3 +217,64 @@ func TestInlineRunAnswersItsFirstRoundEarly(t *testing.T) {
 		}
 	})
 }
+
+// TestInlineRunPanicAfterItsEarlyAnswer: a run that panics once its
+// request was answered gives the panic to the next round as an error; the
+// request is not answered twice and the round does not hang.
+func TestInlineRunPanicAfterItsEarlyAnswer(t *testing.T) {
+	s := New(Options{})
+	ctx := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+		ClientCapabilities: &mcp.ClientCapabilities{Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}}})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolChain}}
+	sent := make(chan *mcp.CallToolResult, 2)
+	answered := make(chan struct{})
+	ea := &earlyAnswer{send: func(r *mcp.CallToolResult) { sent <- r; close(answered) }}
+	returned := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		_, ask := s.resumable(withEarlyAnswer(ctx, ea), req, nil, func(run context.Context, _ json.RawMessage) *toolcall.Result {
+			go func() { _, _ = dispatchClient(run).ClientRequest(run, "roots/list", json.RawMessage(`{}`)) }()
+			<-answered
+			panic("boom")
+		})
+		returned <- ask
+	}()
+	first := <-sent
+	if got := <-returned; got != answeredEarly {
+		t.Fatalf("the first request's handler returned %+v, want answeredEarly", got)
+	}
+	retry := req
+	retry.Params.RequestState = first.RequestState
+	out, ask := s.resumable(ctx, retry, nil, nil)
+	if ask != nil || out == nil || !out.IsError || !strings.Contains(out.TextContent(), "internal error") {
+		t.Errorf("next round = %+v, %+v; want the panic as an internal error", out, ask)
+	}
+}
+
+// TestInlineRunCanceledDoesNotAsk: a run the client canceled that asks
+// anyway does not answer the canceled request with its question.
+func TestInlineRunCanceledDoesNotAsk(t *testing.T) {
+	s := New(Options{})
+	ctx := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+		ClientCapabilities: &mcp.ClientCapabilities{Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}}})
+	cctx, cancel := context.WithCancel(ctx)
+	ea := &earlyAnswer{send: func(*mcp.CallToolResult) { t.Error("a canceled request was answered with a question") }}
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolChain}}
+	out, _ := s.resumable(withEarlyAnswer(cctx, ea), req, nil, func(run context.Context, _ json.RawMessage) *toolcall.Result {
+		cancel()
+		<-run.Done()
+		_, err := dispatchClient(run).ClientRequest(run, "roots/list", json.RawMessage(`{}`))
+		return toolcall.Errorf("%v", err)
+	})
+	if out == nil || !strings.Contains(out.TextContent(), "canceled by the client") {
+		t.Errorf("resumable = %+v, want canceled by the client", out)
+	}
+	s.exchanges.mu.Lock()
+	defer s.exchanges.mu.Unlock()
+	if n := len(s.exchanges.all); n != 0 {
+		t.Errorf("%d exchanges kept after a canceled run", n)
+	}
+}

@@ -80,9 +80,11 @@ func appendCallResponse(dst []byte, id json.RawMessage, r *toolcall.Result, mode
 		dst = append(dst, `"_meta":{"io.modelcontextprotocol/serverInfo":`...)
 		dst = append(dst, serverInfo...)
 		if hasMeta {
-			if rest := bytes.TrimSpace(meta[1:]); rest[0] != '}' {
+			// Compacted whole (the tail alone is not JSON), then spliced
+			// after serverInfo.
+			if rest := appendCompact(nil, meta)[1:]; rest[0] != '}' {
 				dst = append(dst, ',')
-				dst = appendCompact(dst, rest)
+				dst = append(dst, rest...)
 			} else {
 				dst = append(dst, '}')
 			}
@@ -129,13 +131,22 @@ func appendRaw(dst, raw []byte) ([]byte, bool) {
 	return appendCompact(dst, raw), true
 }
 
-// appendCompact appends valid JSON without its line breaks.
+// appendCompact appends raw, valid JSON, without its line breaks.
 func appendCompact(dst, raw []byte) []byte {
 	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
 		return append(dst, raw...)
 	}
 	b := bytes.NewBuffer(dst)
-	_ = json.Compact(b, raw) // raw is valid
+	if err := json.Compact(b, raw); err != nil {
+		// Callers check raw first; should one not, the JSON stays whole
+		// and one line: its white space is outside strings.
+		return append(dst, bytes.Map(func(r rune) rune {
+			if r == '\n' || r == '\r' {
+				return ' '
+			}
+			return r
+		}, raw)...)
+	}
 	return b.Bytes()
 }
 
@@ -190,7 +201,7 @@ func scanCallLine(line []byte, m *callLine) (ok bool) {
 	for k, v := range jsontext.Members(text) {
 		switch k {
 		case `"jsonrpc"`:
-			if strings.IndexByte(v, '\\') >= 0 {
+			if v[0] != '"' || strings.IndexByte(v, '\\') >= 0 {
 				ok = false
 			}
 			m.jsonrpc = jsontext.DecodeString(v)

@@ -160,6 +160,8 @@ func TestAppendCallResponseMatchesSDK(t *testing.T) {
 		{Content: []json.RawMessage{json.RawMessage(`{"type":"image","data":"aGk=","mimeType":"image/png"}`), json.RawMessage(`{"type":"text","text":"x"}`)},
 			Meta: json.RawMessage(`{"progressToken":"p","z":{"deep":[true]}}`), StructuredContent: json.RawMessage(`null`)},
 		{Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"é\u2028"}`)}, Meta: json.RawMessage(`{}`)},
+		{Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"hi"}`)}, Meta: json.RawMessage("{\n  \"trace\": \"abc\"\n}")},
+		{Content: []json.RawMessage{}, Meta: json.RawMessage("{\n}")},
 	}
 	for _, modern := range []bool{false, true} {
 		for i, r := range results {
@@ -183,6 +185,9 @@ func TestAppendCallResponseMatchesSDK(t *testing.T) {
 				want, err := json.Marshal(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(idValue), res))
 				if err != nil {
 					t.Fatal(err)
+				}
+				if !json.Valid(got) {
+					t.Fatalf("result %d (modern %v): not JSON: %s", i, modern, got)
 				}
 				if !sameJSON(t, got, want) {
 					t.Errorf("result %d (modern %v, id %s):\n got: %s\nwant: %s", i, modern, id, got, want)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -144,7 +145,7 @@ func (ex *exchange) ask(ctx context.Context, method string, params json.RawMessa
 	ex.next++
 	id := "kiln-" + strconv.Itoa(ex.next)
 	ex.pending[id] = q
-	first := ex.first != nil && !ex.asked && !ex.finished
+	first := ex.first != nil && !ex.asked && !ex.finished && ex.running()
 	if first {
 		ex.asked = true
 	}
@@ -169,6 +170,17 @@ func (ex *exchange) ask(ctx context.Context, method string, params json.RawMessa
 		return nil, fmt.Errorf("the client did not answer %s: %w", method, ctx.Err())
 	case <-ex.ended:
 		return nil, fmt.Errorf("the client did not answer %s: the call was canceled or the client did not come back within %s", method, exchangeIdle)
+	}
+}
+
+// running reports whether the run goes on: a run the client canceled
+// does not answer the canceled request with a question.
+func (ex *exchange) running() bool {
+	select {
+	case <-ex.ended:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -304,11 +316,7 @@ func (s *Server) runInline(ctx context.Context, req mcp.CallToolRequest, args js
 		s.exchanges.add(ex)
 		ea.send(s.inputRequired(ex, ex.unsent()))
 	}
-	out := h(s.observeWith(run, req, s.newCallClient(ctx, ex)), args)
-	ex.mu.Lock()
-	asked := ex.asked
-	ex.finished = true
-	ex.mu.Unlock()
+	out, asked := s.runAsked(run, req, args, h, ex)
 	if asked {
 		// The request was answered; the client's next round takes this.
 		ex.done <- out
@@ -319,6 +327,28 @@ func (s *Server) runInline(ctx context.Context, req mcp.CallToolRequest, args js
 		return toolcall.Errorf("%s: canceled by the client", req.Params.Name), nil
 	}
 	return out, nil
+}
+
+// runAsked runs h and reports whether its request was answered early. A
+// panic once it was is the run's result for the next round (the handler's
+// own recovery would answer the request a second time); before, the
+// handler recovers it as usual.
+func (s *Server) runAsked(run context.Context, req mcp.CallToolRequest, args json.RawMessage,
+	h func(context.Context, json.RawMessage) *toolcall.Result, ex *exchange) (out *toolcall.Result, asked bool) {
+	defer func() {
+		ex.mu.Lock()
+		asked = ex.asked
+		ex.finished = true
+		ex.mu.Unlock()
+		if p := recover(); p != nil {
+			if !asked {
+				panic(p)
+			}
+			s.log.Error("tool call panicked", "tool", req.Params.Name, "panic", p, "stack", string(debug.Stack()))
+			out = toolcall.Errorf("%s failed with an internal error; the gateway logged it. Try again.", req.Params.Name)
+		}
+	}()
+	return h(s.observeWith(run, req, s.newCallClient(run, ex)), args), false
 }
 
 // answeredEarly is what a handler returns for a request runInline already
