@@ -182,7 +182,8 @@ func (n *noisyWriter) Write(p []byte) (int, error) {
 // mcp-go's server does not promise: its notifications travel through a
 // queue of their own, so they may pass the response of the call that sent
 // them. Its one tool, chatty, writes a progress and a log notification
-// and then its result, in that order.
+// when the call carries a progress token, and then its result, in that
+// order.
 func scriptedServer(in io.Reader, out io.Writer) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(nil, 16<<20)
@@ -209,8 +210,10 @@ func scriptedServer(in io.Reader, out io.Writer) {
 		case "ping":
 			reply(`{}`)
 		case "tools/call":
-			fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1}}`+"\n", req.Params.Meta.ProgressToken)
-			fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"chatty done"}}`+"\n")
+			if req.Params.Meta.ProgressToken != nil {
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1}}`+"\n", req.Params.Meta.ProgressToken)
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"chatty done"}}`+"\n")
+			}
 			reply(`{"content":[{"type":"text","text":"ok"}]}`)
 		default:
 			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no %s here"}}`+"\n", req.ID, req.Method)

@@ -68,9 +68,11 @@ func (t *stdioTransport) Start(ctx context.Context) error {
 	return t.Stdio.Start(ctx)
 }
 
-// Close closes stdin (mcp-go's Close), then waits for the process, which
+// Close ends the calls still waiting (as mcp-go's Close ends its own),
+// closes stdin (mcp-go's Close), then waits for the process, which
 // Conn.Close signals.
 func (t *stdioTransport) Close() error {
+	t.pipe.end()
 	err := t.Stdio.Close()
 	if werr := t.pipe.close(); werr != nil {
 		return werr
