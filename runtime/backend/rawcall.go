@@ -94,7 +94,8 @@ func (c *Conn) decodeRaw(tool string, r rawResponse) (*toolcall.Result, error) {
 // appendCallRequest appends a tools/call request line to dst. The
 // arguments travel as the bytes kiln validated, compacted only when they
 // span lines (a line is a message on stdio); checking them is the part of
-// json.Marshal worth keeping (json.Valid: ~0.3 µs for a small object).
+// json.Marshal worth keeping (jsontext.Valid, a fraction of a µs for a
+// small object).
 func appendCallRequest(dst []byte, id, tool string, args json.RawMessage, meta map[string]any) ([]byte, error) {
 	dst = append(dst, `{"jsonrpc":"2.0","id":"`...)
 	dst = append(dst, id...)
@@ -107,7 +108,7 @@ func appendCallRequest(dst []byte, id, tool string, args json.RawMessage, meta m
 			return nil, fmt.Errorf("arguments are not valid JSON: %w", err)
 		}
 		dst = buf.Bytes()
-	} else if !json.Valid(args) {
+	} else if !jsontext.Valid(args) {
 		return nil, errors.New("arguments are not valid JSON")
 	} else {
 		dst = append(dst, args...)

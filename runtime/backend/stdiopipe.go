@@ -253,7 +253,8 @@ const rawIDPrefix = `"kiln-call-`
 // scanResponse reads the top-level members of a response to one of kiln's
 // own requests without decoding it, and reports false for anything else
 // (a line with a method, another id, or not a JSON object) as soon as it
-// can tell. It does not validate: the caller decodes the spans it uses.
+// can tell. It does not validate: the caller decodes the spans it uses,
+// and jsontext's walkers stay within s on any text.
 func scanResponse(s string) (response, bool) {
 	var r response
 	i := jsontext.SkipSpace(s, 0)
