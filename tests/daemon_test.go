@@ -110,9 +110,19 @@ func waitExit(t *testing.T, pid int, within time.Duration) {
 		t.Fatalf("pidfd_open %d: %v", pid, err)
 	}
 	defer unix.Close(fd)
-	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(within.Milliseconds()))
-	if err != nil || n == 0 {
-		t.Fatalf("process %d still runs after %s (poll: %v)", pid, within, err)
+	// poll is never restarted after a signal handler ran (signal(7)):
+	// the exit of a client the killed daemon served, or the Go
+	// runtime's preemption signal, interrupts it.
+	deadline := time.Now().Add(within)
+	for {
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, int(time.Until(deadline).Milliseconds()))
+		if err == syscall.EINTR && time.Now().Before(deadline) {
+			continue
+		}
+		if err != nil || n == 0 {
+			t.Fatalf("process %d still runs after %s (poll: %v)", pid, within, err)
+		}
+		return
 	}
 }
 

@@ -63,7 +63,10 @@ type Conn struct {
 	client    *client.Client
 	stderr    *ring
 	proc      *exec.Cmd
-	http      *http.Client // the guarded client, whose idle connections Close drops
+	// pipe carries a stdio backend's process and raw calls; nil for
+	// other transports.
+	pipe *stdioPipe
+	http *http.Client // the guarded client, whose idle connections Close drops
 	// sessions is told when a client session ends (a workspace kills the
 	// background shells it started); nil for other transports.
 	sessions interface{ EndSession(id string) }
@@ -120,7 +123,7 @@ func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy boo
 	case opts.HTTPClient != nil:
 		c.http = opts.HTTPClient
 	}
-	t, err := newTransport(cfg, c.http, opts.Listen, c.stderr, &c.proc)
+	t, err := newTransport(cfg, c.http, opts.Listen, c.stderr, &c.pipe)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", cfg.Name, err)
 	}
@@ -160,7 +163,11 @@ func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy boo
 	}
 	// The transport keeps the start context for its lifetime, so it must
 	// not be the caller's (possibly short) handshake context.
-	if err := c.client.Start(context.WithoutCancel(ctx)); err != nil {
+	err = c.client.Start(context.WithoutCancel(ctx))
+	if c.pipe != nil {
+		c.proc = c.pipe.cmd
+	}
+	if err != nil {
 		c.Close()
 		return nil, c.wrap("start", err)
 	}

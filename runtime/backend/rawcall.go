@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -21,51 +22,43 @@ import (
 // the same transport.
 var callIDs atomic.Int64
 
-// rawCallParams is tools/call's params as kiln sends them: the arguments
-// travel as the bytes kiln validated.
-type rawCallParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	Meta      map[string]any  `json:"_meta,omitempty"`
-}
-
 // rawPath reports whether a call may skip the SDK client: a stdio session
 // before protocol 2026-07-28, where a result is never an input-required
 // round (the SDK client's loop for those is all it adds besides decoding
 // the result into types kiln does not use).
 func (c *Conn) rawPath() bool {
-	return c.transport == config.TransportStdio && c.protocol < statelessProtocol && c.client != nil
+	return c.pipe != nil && c.protocol < statelessProtocol && c.client != nil
 }
 
-// callRaw sends tools/call on the transport and decodes the result once,
-// into kiln's type. Through the SDK client the result was decoded three
-// times (the response, the SDK's CallToolResult, kiln's copy of the raw
-// bytes) and the request encoded twice; on a stdio backend that was a
-// tenth of a tier-1 call's CPU (BenchmarkEchoHop profile).
+// callRaw writes tools/call to the backend's stdin itself and decodes the
+// result once, into kiln's type. Through the SDK client the result was
+// decoded three times (the response, the SDK's CallToolResult, kiln's copy
+// of the raw bytes) and the request encoded twice; through the SDK's
+// transport, once each plus a decode of the whole line to route it
+// (stdiopipe.go).
 func (c *Conn) callRaw(ctx context.Context, tool string, args json.RawMessage, opts CallOptions) (*toolcall.Result, error) {
-	params := rawCallParams{Name: tool, Arguments: args}
+	var meta map[string]any
 	if opts.ProgressToken != nil {
-		params.Meta = map[string]any{"progressToken": opts.ProgressToken}
+		meta = map[string]any{"progressToken": opts.ProgressToken}
 	}
 	for k, v := range propagation(ctx) {
-		if params.Meta == nil {
-			params.Meta = map[string]any{}
+		if meta == nil {
+			meta = map[string]any{}
 		}
-		params.Meta[k] = v
+		meta[k] = v
 	}
-	req := transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId("kiln-call-" + strconv.FormatInt(callIDs.Add(1), 10)),
-		Method:  string(mcp.MethodToolsCall),
-		Params:  params,
+	id := "kiln-call-" + strconv.FormatInt(callIDs.Add(1), 10)
+	line, err := appendCallRequest(make([]byte, 0, 128+len(tool)+len(args)), id, tool, args, meta)
+	if err != nil {
+		return nil, fmt.Errorf("backend %q: call %q: %w", c.name, tool, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("backend %q: call %q: %w", c.name, tool, err)
 	}
-	resp, err := c.client.GetTransport().SendRequest(ctx, req)
+	resp, err := c.pipe.call(ctx, `"`+id+`"`, line)
 	if err != nil {
 		if ctx.Err() != nil {
-			c.cancelCall(ctx, req.ID)
+			c.cancelCall(ctx, mcp.NewRequestId(id))
 		}
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("backend %q: call %q: %w", c.name, tool, err)
@@ -75,17 +68,60 @@ func (c *Conn) callRaw(ctx context.Context, tool string, args json.RawMessage, o
 		}
 		return nil, c.wrap(fmt.Sprintf("call %q", tool), transport.NewError(err))
 	}
-	if resp.Error != nil {
-		return nil, c.wrap(fmt.Sprintf("call %q", tool), resp.Error.AsError())
+	return c.decodeRaw(tool, resp)
+}
+
+// decodeRaw reads a response line the pipe matched to a call: the
+// JSON-RPC error, mapped as the SDK maps it, or the result.
+func (c *Conn) decodeRaw(tool string, r rawResponse) (*toolcall.Result, error) {
+	if e := r.line[r.error[0]:r.error[1]]; len(e) > 0 && string(e) != "null" {
+		var rpcErr mcp.JSONRPCErrorDetails
+		if err := json.Unmarshal(e, &rpcErr); err != nil {
+			return nil, fmt.Errorf("backend %q: call %q: malformed error response: %w", c.name, tool, err)
+		}
+		return nil, c.wrap(fmt.Sprintf("call %q", tool), rpcErr.AsError())
 	}
 	out := &toolcall.Result{}
-	if err := json.Unmarshal(resp.Result, out); err != nil {
+	if err := json.Unmarshal(r.line[r.result[0]:r.result[1]], out); err != nil {
 		return nil, fmt.Errorf("backend %q: call %q: malformed result: %w", c.name, tool, err)
 	}
 	if out.Content == nil {
 		out.Content = []json.RawMessage{}
 	}
 	return out, nil
+}
+
+// appendCallRequest appends a tools/call request line to dst. The
+// arguments travel as the bytes kiln validated, compacted only when they
+// span lines (a line is a message on stdio); checking them is the part of
+// json.Marshal worth keeping (jsontext.Valid, a fraction of a µs for a
+// small object).
+func appendCallRequest(dst []byte, id, tool string, args json.RawMessage, meta map[string]any) ([]byte, error) {
+	dst = append(dst, `{"jsonrpc":"2.0","id":"`...)
+	dst = append(dst, id...)
+	dst = append(dst, `","method":"tools/call","params":{"name":`...)
+	dst = jsontext.AppendString(dst, tool, jsontext.ValidUTF8)
+	dst = append(dst, `,"arguments":`...)
+	if bytes.ContainsAny(args, "\r\n") {
+		buf := bytes.NewBuffer(dst)
+		if err := json.Compact(buf, args); err != nil {
+			return nil, fmt.Errorf("arguments are not valid JSON: %w", err)
+		}
+		dst = buf.Bytes()
+	} else if !jsontext.Valid(args) {
+		return nil, errors.New("arguments are not valid JSON")
+	} else {
+		dst = append(dst, args...)
+	}
+	if meta != nil {
+		raw, err := json.Marshal(meta)
+		if err != nil {
+			return nil, fmt.Errorf("encode _meta: %w", err)
+		}
+		dst = append(dst, `,"_meta":`...)
+		dst = append(dst, raw...)
+	}
+	return append(dst, "}}\n"...), nil
 }
 
 // cancelCall tells the backend kiln gave up on a call, as the SDK client

@@ -1,14 +1,17 @@
 package backend
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -117,6 +120,22 @@ func init() {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "noisy":
+		// Every message comes after lines a client must survive: not
+		// JSON, cut short, a response to a call never made, a notification
+		// that quotes a call id.
+		s := testServer()
+		s.AddTool(mcp.NewTool("big", mcp.WithDescription("Returns n bytes of text."), mcp.WithNumber("n")),
+			func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(strings.Repeat("x", req.GetInt("n", 0))), nil
+			})
+		if err := server.NewStdioServer(s).Listen(context.Background(), os.Stdin, &noisyWriter{w: os.Stdout}); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "scripted":
+		scriptedServer(os.Stdin, os.Stdout)
+		os.Exit(0)
 	case "badschema":
 		// A real server that publishes a tool whose arguments are a string.
 		s := testServer()
@@ -134,5 +153,70 @@ func init() {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	}
+}
+
+// noisyLines precede every message the "noisy" server writes.
+const noisyLines = "not json at all\n" +
+	`{"jsonrpc":"2.0","id":"kiln-` + "\n" +
+	`{"jsonrpc":"2.0","id":"kiln-call-0","result":{"content":[{"type":"text","text":"stray"}]}}` + "\n" +
+	`{"jsonrpc":"2.0","method":"notifications/noise","params":{"id":"kiln-call-1","result":{}}}` + "\n"
+
+// noisyWriter writes noisyLines before each message; mcp-go's server
+// writes a message with one Write.
+type noisyWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (n *noisyWriter) Write(p []byte) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, err := io.WriteString(n.w, noisyLines); err != nil {
+		return 0, err
+	}
+	return n.w.Write(p)
+}
+
+// scriptedServer is a stdio MCP server written line by line, for what
+// mcp-go's server does not promise: its notifications travel through a
+// queue of their own, so they may pass the response of the call that sent
+// them. Its one tool, chatty, writes a progress and a log notification
+// when the call carries a progress token, and then its result, in that
+// order.
+func scriptedServer(in io.Reader, out io.Writer) {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+				Meta            struct {
+					ProgressToken json.RawMessage `json:"progressToken"`
+				} `json:"_meta"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(sc.Bytes(), &req) != nil || req.ID == nil {
+			continue
+		}
+		reply := func(result string) { fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", req.ID, result) }
+		switch req.Method {
+		case "initialize":
+			reply(fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}`, req.Params.ProtocolVersion))
+		case "tools/list":
+			reply(`{"tools":[{"name":"chatty","inputSchema":{"type":"object"}}]}`)
+		case "ping":
+			reply(`{}`)
+		case "tools/call":
+			if req.Params.Meta.ProgressToken != nil {
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":1}}`+"\n", req.Params.Meta.ProgressToken)
+				fmt.Fprintf(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"chatty done"}}`+"\n")
+			}
+			reply(`{"content":[{"type":"text","text":"ok"}]}`)
+		default:
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no %s here"}}`+"\n", req.ID, req.Method)
+		}
 	}
 }

@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -52,10 +49,38 @@ func observe(ctx context.Context, req transport.JSONRPCRequest, resp *transport.
 
 // The wrappers embed the concrete SDK transports so that every optional
 // interface the client type-asserts (HTTP protocol headers, bidirectional
-// requests, stderr) stays visible; only SendRequest is intercepted.
-type stdioTransport struct{ *transport.Stdio }
+// requests, stderr) stays visible; only SendRequest is intercepted, and on
+// stdio Start and Close, which run the process kiln spawned.
+type stdioTransport struct {
+	*transport.Stdio
+	pipe *stdioPipe
+}
 
-func (t stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+func newStdioTransport(cfg *config.Backend, stderr *ring) *stdioTransport {
+	p := newStdioPipe(cfg, stderr)
+	return &stdioTransport{Stdio: transport.NewIO(p.feed, sdkWriter{p}, nil), pipe: p}
+}
+
+func (t *stdioTransport) Start(ctx context.Context) error {
+	if err := t.pipe.start(); err != nil {
+		return err
+	}
+	return t.Stdio.Start(ctx)
+}
+
+// Close ends the calls still waiting (as mcp-go's Close ends its own),
+// closes stdin (mcp-go's Close), then waits for the process, which
+// Conn.Close signals.
+func (t *stdioTransport) Close() error {
+	t.pipe.end()
+	err := t.Stdio.Close()
+	if werr := t.pipe.close(); werr != nil {
+		return werr
+	}
+	return err
+}
+
+func (t *stdioTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	resp, err := t.Stdio.SendRequest(ctx, req)
 	if req.Method == string(mcp.MethodServerDiscover) && err == nil {
 		resp = checkDiscover(resp)
@@ -123,27 +148,17 @@ func cancelRemote(ctx context.Context, t interface {
 }
 
 // newTransport builds the SDK transport for a backend. For stdio it returns
-// the started process too, so Close can signal its whole process group.
+// the pipe too, which holds the process once the transport starts (Close
+// signals its whole process group) and carries raw calls.
 // An HTTP or SSE backend uses hc when it is set (a guarded client, or
 // runtime/oauth's), else a default client; an HTTP backend's streams
 // resume through resumer.
-func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *ring, proc **exec.Cmd) (transport.Interface, error) {
+func newTransport(cfg *config.Backend, hc *http.Client, listen bool, stderr *ring, pipe **stdioPipe) (transport.Interface, error) {
 	switch cfg.Transport {
 	case config.TransportStdio:
-		cmdFunc := func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-			// Not CommandContext: the process must outlive the dial context;
-			// Close stops it.
-			cmd := exec.Command(command, args...)
-			cmd.Env = cfg.Environ(inheritedEnv(os.Environ()))
-			cmd.Dir = cfg.Cwd
-			cmd.Stderr = stderr
-			// Own process group: stopping a backend also stops the
-			// children it spawned (npx, shells, language servers).
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			*proc = cmd
-			return cmd, nil
-		}
-		return stdioTransport{transport.NewStdioWithOptions(cfg.Command, nil, cfg.Args, transport.WithCommandFunc(cmdFunc))}, nil
+		t := newStdioTransport(cfg, stderr)
+		*pipe = t.pipe
+		return t, nil
 	case config.TransportHTTP:
 		// The resumer goes on top, so a resumption GET passes the bearer
 		// and address guard layers like any request.
