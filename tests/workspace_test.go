@@ -323,9 +323,19 @@ func TestWorkspaceShellsEndWithTheirSession(t *testing.T) {
 	}
 	eventually(t, "the shell ends with its session", func() bool { return len(procsWith(t, "sleep "+m)) == 0 })
 	second := newMCPGoHTTP(t, url)
-	r, err = second.Call(t.Context(), "call_tool_chain", map[string]any{"code": `{"tool":"repo.BashOutput","arguments":{"bash_id":"bash_1"}}`})
-	if err != nil || !strings.Contains(r.Text(), "the client session that started it ended") {
-		t.Errorf("BashOutput from another session: %v %s", err, r.Text())
+	// The shell itself is reaped after its children: until then it reads
+	// as running.
+	var text string
+	eventually(t, "BashOutput says the shell ended with its session", func() bool {
+		r, err = second.Call(t.Context(), "call_tool_chain", map[string]any{"code": `{"tool":"repo.BashOutput","arguments":{"bash_id":"bash_1"}}`})
+		if err != nil {
+			t.Fatalf("BashOutput from another session: %v", err)
+		}
+		text = r.Text()
+		return !strings.Contains(text, "status: running")
+	})
+	if !strings.Contains(text, "the client session that started it ended") {
+		t.Errorf("BashOutput from another session: %s", text)
 	}
 }
 
