@@ -69,6 +69,10 @@ func (p *stdioPipe) start() error {
 	cmd.Env = p.cfg.Environ(inheritedEnv(os.Environ()))
 	cmd.Dir = p.cfg.Cwd
 	cmd.Stderr = p.stderr
+	// A grandchild that left the process group (setsid) and keeps stderr
+	// open would hold Wait, and the goroutine that closes the backend,
+	// forever: past StopGrace after the exit, the copy is cut.
+	cmd.WaitDelay = StopGrace
 	// Own process group: stopping a backend also stops the children it
 	// spawned (npx, shells, language servers).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

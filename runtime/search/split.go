@@ -31,7 +31,9 @@ func SplitTask(task string) []string {
 	if len(task) > MaxQueryBytes {
 		task = task[:MaxQueryBytes]
 	}
-	var steps []string
+	// Each step is kept as its pieces and joined at the end: appending to
+	// a string is quadratic when thousands of short pieces join one step.
+	var steps [][]string
 	pending := ""
 	cfg := Config{Stem: StemNone}
 	tk := tokenizer{cfg: &cfg, queryStop: true}
@@ -44,22 +46,31 @@ func SplitTask(task string) []string {
 			p, pending = pending+" "+p, ""
 		}
 		if contentWords(&tk, p) < minStepWords {
-			if len(steps) > 0 {
-				steps[len(steps)-1] += " " + p
-			} else {
+			switch {
+			case len(steps) > MaxAutoSteps:
+				// Joins a step that is dropped anyway.
+			case len(steps) > 0:
+				steps[len(steps)-1] = append(steps[len(steps)-1], p)
+			default:
 				pending = p
 			}
 			return
 		}
-		steps = append(steps, p)
+		if len(steps) <= MaxAutoSteps {
+			steps = append(steps, []string{p})
+		}
 	})
 	if pending != "" && len(steps) > 0 {
-		steps[len(steps)-1] += " " + pending
+		steps[len(steps)-1] = append(steps[len(steps)-1], pending)
 	}
 	if len(steps) < 2 {
 		return nil
 	}
-	return steps[:min(len(steps), MaxAutoSteps)]
+	out := make([]string, 0, MaxAutoSteps)
+	for _, parts := range steps[:min(len(steps), MaxAutoSteps)] {
+		out = append(out, strings.Join(parts, " "))
+	}
+	return out
 }
 
 // MaxAutoSteps bounds the steps SplitTask returns, and so the searches of
@@ -161,7 +172,16 @@ func sentences(s string, emit func(string)) {
 // initial or letters between periods ("U.S", "a.m"). A file name
 // ("report.md") is none: tasks end sentences with paths.
 func isAbbrev(text string) bool {
-	w := lowerWord(text[strings.LastIndexAny(text, " \t(\"'")+1:])
+	// Only the last maxAbbrev bytes are read: a longer word is no
+	// abbreviation, and reading all of text at every period was quadratic
+	// (64 KB of ".\r" took 9 s).
+	if len(text) > maxAbbrev {
+		text = text[len(text)-maxAbbrev:]
+		if strings.LastIndexAny(text, " \t\r\n(\"'") < 0 {
+			return false
+		}
+	}
+	w := lowerWord(text[strings.LastIndexAny(text, " \t\r\n(\"'")+1:])
 	if abbrevs[w] {
 		return true
 	}
@@ -176,6 +196,10 @@ func isAbbrev(text string) bool {
 		w = rest
 	}
 }
+
+// maxAbbrev is the longest word isAbbrev reads, in bytes ("e.g.", "U.S.A.",
+// "approx." and initials are short).
+const maxAbbrev = 32
 
 // splitSemicolons splits at a semicolon followed by a space; one inside a
 // word ("STEINS;GATE") separates nothing.

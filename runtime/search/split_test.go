@@ -2,6 +2,7 @@ package search
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -130,5 +131,19 @@ func TestAnchor(t *testing.T) {
 	want := [][]Hit{{{ID: "a", Score: 10}, {ID: "c", Score: 4, Tier: TierFuzzy}, {ID: "b", Score: 5}, {ID: "d", Score: 4}}, nil}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("anchor (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkSplitTaskLong splits 64 KB tasks built from the inputs that
+// made SplitTask quadratic: a period and a carriage return repeated (9 s
+// before), and thousands of short pieces joining one step (50-106 ms).
+func BenchmarkSplitTaskLong(b *testing.B) {
+	for _, unit := range []string{".\r", "Save it. ", "and find ", "- save it\n"} {
+		task := "Find the weather report. Send the email. " + strings.Repeat(unit, (64<<10)/len(unit))
+		b.Run(strings.TrimSpace(strings.ReplaceAll(unit, "\r", "CR")), func(b *testing.B) {
+			for b.Loop() {
+				SplitTask(task)
+			}
+		})
 	}
 }
