@@ -183,3 +183,15 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeStringAsTheDecoder(t *testing.T) {
+	for _, raw := range []string{`"abc"`, `"a\"b"`, "\"\x83\"", "\"é\xffz\"", `"\u00e9"`, `""`} {
+		var want string
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := DecodeString(raw); got != want {
+			t.Errorf("DecodeString(%q) = %q, encoding/json %q", raw, got, want)
+		}
+	}
+}

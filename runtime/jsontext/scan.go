@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"iter"
 	"strings"
+	"unicode/utf8"
 )
 
 // The functions below walk JSON that json.Valid has already accepted, so
@@ -108,7 +109,9 @@ func Members(s string) iter.Seq2[string, string] {
 
 // DecodeString unquotes a JSON string span.
 func DecodeString(raw string) string {
-	if len(raw) >= 2 && !strings.ContainsRune(raw, '\\') {
+	// encoding/json turns each invalid UTF-8 byte into U+FFFD; only text
+	// that is valid and unescaped decodes to itself.
+	if len(raw) >= 2 && !strings.ContainsRune(raw, '\\') && utf8.ValidString(raw) {
 		return raw[1 : len(raw)-1]
 	}
 	var s string

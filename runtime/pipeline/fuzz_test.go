@@ -135,7 +135,7 @@ func splitsAtMarker(in, out string) bool {
 func FuzzTextBlock(f *testing.F) {
 	for _, s := range []string{`{"type":"text","text":"hi"}`, `{"text":"a\"b","type":"text"}`, `{"type":"te\u0078t","text":"x"}`,
 		`{"typ\u0065":"text","text":"x"}`, `{"type":"text","text":1}`, `{"type":"image","data":"x"}`, `{"type":"text"}`,
-		`{"type":"text","text":"a","text":"b"}`, `{"TYPE":"text","text":"x"}`, `[]`, `{"type":"text","text":null}`, ` {"type":"text","text":"x"}`} {
+		`{"type":"text","text":"a","text":"b"}`, `{"TYPE":"text","text":"x"}`, `[]`, `{"type":"text","text":null}`, ` {"type":"text","text":"x"}`, "{\"type\":\"text\",\"text\":\"\x83\"}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
