@@ -1,7 +1,6 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,16 +101,9 @@ func appendCallRequest(dst []byte, id, tool string, args json.RawMessage, meta m
 	dst = append(dst, `","method":"tools/call","params":{"name":`...)
 	dst = jsontext.AppendString(dst, tool, jsontext.ValidUTF8)
 	dst = append(dst, `,"arguments":`...)
-	if bytes.ContainsAny(args, "\r\n") {
-		buf := bytes.NewBuffer(dst)
-		if err := json.Compact(buf, args); err != nil {
-			return nil, fmt.Errorf("arguments are not valid JSON: %w", err)
-		}
-		dst = buf.Bytes()
-	} else if !jsontext.Valid(args) {
+	dst, ok := jsontext.AppendLine(dst, args)
+	if !ok {
 		return nil, errors.New("arguments are not valid JSON")
-	} else {
-		dst = append(dst, args...)
 	}
 	if meta != nil {
 		raw, err := json.Marshal(meta)

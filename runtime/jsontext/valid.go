@@ -1,5 +1,10 @@
 package jsontext
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // maxDepth is encoding/json's nesting limit: Valid agrees with json.Valid
 // on text nested deeper too.
 const maxDepth = 10000
@@ -59,16 +64,7 @@ func (v *validator) value(depth int) bool {
 }
 
 func (v *validator) object(depth int) bool {
-	if depth > maxDepth {
-		return false
-	}
-	v.i++ // {
-	v.space()
-	if v.i < len(v.b) && v.b[v.i] == '}' {
-		v.i++
-		return true
-	}
-	for {
+	return v.container(depth, '}', func() bool {
 		if v.i >= len(v.b) || v.b[v.i] != '"' || !v.str() {
 			return false
 		}
@@ -78,38 +74,28 @@ func (v *validator) object(depth int) bool {
 		}
 		v.i++
 		v.space()
-		if !v.value(depth) {
-			return false
-		}
-		v.space()
-		if v.i >= len(v.b) {
-			return false
-		}
-		switch v.b[v.i] {
-		case ',':
-			v.i++
-			v.space()
-		case '}':
-			v.i++
-			return true
-		default:
-			return false
-		}
-	}
+		return v.value(depth)
+	})
 }
 
 func (v *validator) array(depth int) bool {
+	return v.container(depth, ']', func() bool { return v.value(depth) })
+}
+
+// container reads an object or array whose opening byte is at v.i: entries
+// read by entry, separated by commas, up to end.
+func (v *validator) container(depth int, end byte, entry func() bool) bool {
 	if depth > maxDepth {
 		return false
 	}
-	v.i++ // [
+	v.i++
 	v.space()
-	if v.i < len(v.b) && v.b[v.i] == ']' {
+	if v.i < len(v.b) && v.b[v.i] == end {
 		v.i++
 		return true
 	}
 	for {
-		if !v.value(depth) {
+		if !entry() {
 			return false
 		}
 		v.space()
@@ -120,7 +106,7 @@ func (v *validator) array(depth int) bool {
 		case ',':
 			v.i++
 			v.space()
-		case ']':
+		case end:
 			v.i++
 			return true
 		default:
@@ -221,4 +207,19 @@ func digits(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// AppendLine appends raw, one JSON value, to dst on one line (compacted
+// only when it holds a line break: on stdio a line is a message), and
+// reports false, appending nothing, when raw is not valid JSON.
+func AppendLine(dst, raw []byte) ([]byte, bool) {
+	if !Valid(raw) {
+		return dst, false
+	}
+	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		return append(dst, raw...), true
+	}
+	b := bytes.NewBuffer(dst)
+	_ = json.Compact(b, raw) // valid, above
+	return b.Bytes(), true
 }

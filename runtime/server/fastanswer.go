@@ -82,7 +82,8 @@ func appendCallResponse(dst []byte, id json.RawMessage, r *toolcall.Result, mode
 		if hasMeta {
 			// Compacted whole (the tail alone is not JSON), then spliced
 			// after serverInfo.
-			if rest := appendCompact(nil, meta)[1:]; rest[0] != '}' {
+			line, _ := jsontext.AppendLine(nil, meta) // checked above
+			if rest := line[1:]; rest[0] != '}' {
 				dst = append(dst, ',')
 				dst = append(dst, rest...)
 			} else {
@@ -94,7 +95,7 @@ func appendCallResponse(dst []byte, id json.RawMessage, r *toolcall.Result, mode
 		dst = append(dst, ',')
 	case hasMeta:
 		dst = append(dst, `"_meta":`...)
-		dst = appendCompact(dst, meta)
+		dst, _ = jsontext.AppendLine(dst, meta) // checked above
 		dst = append(dst, ',')
 	}
 	dst = append(dst, `"content":[`...)
@@ -102,7 +103,7 @@ func appendCallResponse(dst []byte, id json.RawMessage, r *toolcall.Result, mode
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, ok = appendRaw(dst, c); !ok {
+		if dst, ok = jsontext.AppendLine(dst, c); !ok {
 			return nil, false
 		}
 	}
@@ -115,39 +116,11 @@ func appendCallResponse(dst []byte, id json.RawMessage, r *toolcall.Result, mode
 	}
 	if sc := bytes.TrimSpace(r.StructuredContent); len(sc) > 0 && string(sc) != "null" {
 		dst = append(dst, `,"structuredContent":`...)
-		if dst, ok = appendRaw(dst, sc); !ok {
+		if dst, ok = jsontext.AppendLine(dst, sc); !ok {
 			return nil, false
 		}
 	}
 	return append(dst, '}', '}'), true
-}
-
-// appendRaw appends a raw JSON value, compacted when it spans lines: a
-// response is one line on stdio.
-func appendRaw(dst, raw []byte) ([]byte, bool) {
-	if !jsontext.Valid(raw) {
-		return nil, false
-	}
-	return appendCompact(dst, raw), true
-}
-
-// appendCompact appends raw, valid JSON, without its line breaks.
-func appendCompact(dst, raw []byte) []byte {
-	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
-		return append(dst, raw...)
-	}
-	b := bytes.NewBuffer(dst)
-	if err := json.Compact(b, raw); err != nil {
-		// Callers check raw first; should one not, the JSON stays whole
-		// and one line: its white space is outside strings.
-		return append(dst, bytes.Map(func(r rune) rune {
-			if r == '\n' || r == '\r' {
-				return ' '
-			}
-			return r
-		}, raw)...)
-	}
-	return b.Bytes()
 }
 
 // plainID reports whether id is written back as it came by mcp-go too: a
