@@ -13,8 +13,12 @@ import (
 // tools that the task alone ranks too low joins the answer. The task alone is asked
 // for by passing it as its only step, which SearchSteps drops as a repeat.
 func TestSearchAutoSteps(t *testing.T) {
-	task := "Find the files under the project directory, then echo a message and finally create a knowledge graph relation."
-	step := "Find the files under the project directory"
+	// Chosen with a margin: the step's second best tool ranks 10th for the
+	// task alone and 3rd once split (the first task here, "find the files
+	// ..., then echo ... and finally ...", left it one place short on some
+	// machines and one place in on others).
+	task := "Store facts about the user in the knowledge graph memory, then print the directory tree of the project."
+	step := "print the directory tree of the project"
 	for _, name := range []string{"mcpgo-stdio", "gosdk-stdio"} {
 		t.Run(name, func(t *testing.T) {
 			s := clients()[name](t)
