@@ -26,6 +26,11 @@ import (
 // difference of the p50s is kiln's overhead. With KILN_PROFILE_DIR=DIR,
 // each kiln writes CPU and allocation profiles there when it exits
 // (`go tool pprof bin/kiln DIR/kiln-tier1.cpu.pprof`).
+//
+// The relay-copy and relay-decode runs put tests/linerelay in kiln's
+// place: a process that only copies the bytes, and one that decodes and
+// re-encodes each line. Their p50 minus direct's is what any process on
+// the path costs on this machine, the floor under kiln's figure.
 func BenchmarkEchoHop(b *testing.B) {
 	mods := filepath.Join(repoRoot(b), "tests/node_modules/@modelcontextprotocol")
 	everything := []string{"node", filepath.Join(mods, "server-everything/dist/index.js"), "stdio"}
@@ -48,6 +53,19 @@ backends:
 			return callOK(ctx, cs, "echo", map[string]any{"message": "hi"})
 		})
 	})
+	relay := relayBin(b)
+	for _, mode := range []string{"copy", "decode"} {
+		b.Run("relay-"+mode, func(b *testing.B) {
+			argv := []string{relay, "--"}
+			if mode == "decode" {
+				argv = []string{relay, "--decode", "--"}
+			}
+			cs, cmd := sdkStdio(b, "", append(argv, everything...)...)
+			benchCalls(b, cmd, func(ctx context.Context) error {
+				return callOK(ctx, cs, "echo", map[string]any{"message": "hi"})
+			})
+		})
+	}
 	kiln := []string{kilnBin(b), "serve", "--config", cfg}
 	b.Run("kiln-tier1", func(b *testing.B) {
 		cs, cmd := sdkStdio(b, profileEnv(b), kiln...)
@@ -69,6 +87,18 @@ backends:
 			return callOK(ctx, cs, "list_tools_meta", map[string]any{"page_size": 1})
 		})
 	})
+}
+
+// relayBin builds tests/linerelay into the benchmark's temporary folder.
+func relayBin(b *testing.B) string {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "linerelay")
+	cmd := exec.Command("go", "build", "-o", path, "./tests/linerelay")
+	cmd.Dir = repoRoot(b)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build linerelay: %v\n%s", err, out)
+	}
+	return path
 }
 
 // profileEnv asks kiln for profiles named after the sub-benchmark when
