@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -81,13 +83,77 @@ func (c *Conn) decodeRaw(tool string, r rawResponse) (*toolcall.Result, error) {
 		return nil, c.wrap(fmt.Sprintf("call %q", tool), rpcErr.AsError())
 	}
 	out := &toolcall.Result{}
-	if err := json.Unmarshal(r.line[r.result[0]:r.result[1]], out); err != nil {
-		return nil, fmt.Errorf("backend %q: call %q: malformed result: %w", c.name, tool, err)
+	if raw := r.line[r.result[0]:r.result[1]]; !scanResult(raw, out) {
+		*out = toolcall.Result{}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return nil, fmt.Errorf("backend %q: call %q: malformed result: %w", c.name, tool, err)
+		}
 	}
 	if out.Content == nil {
 		out.Content = []json.RawMessage{}
 	}
 	return out, nil
+}
+
+// scanResult reads a result object into out as json.Unmarshal would, from
+// jsontext's scan instead of reflection: content's blocks, structuredContent
+// and _meta are views into raw (the response line is the call's own), not
+// copies. It reports false, leaving the decoder to read raw (and to word
+// its error), for anything it does not read the same way: text that is not
+// a valid object, a member name with an escape or in other letter cases
+// (the decoder folds case), content that is not an array, isError that is
+// not a boolean.
+func scanResult(raw []byte, out *toolcall.Result) bool {
+	if !jsontext.Valid(raw) {
+		return false
+	}
+	s := unsafe.String(unsafe.SliceData(raw), len(raw))
+	if i := jsontext.SkipSpace(s, 0); i >= len(s) || s[i] != '{' {
+		return false
+	}
+	view := func(v string) json.RawMessage { return unsafe.Slice(unsafe.StringData(v), len(v)) }
+	for k, v := range jsontext.Members(s) {
+		switch k {
+		case `"content"`:
+			switch v[0] {
+			case 'n':
+				out.Content = nil
+			case '[':
+				if out.Content = out.Content[:0]; out.Content == nil {
+					out.Content = make([]json.RawMessage, 0, 2)
+				}
+				for e := range jsontext.Elements(v) {
+					out.Content = append(out.Content, view(e))
+				}
+			default:
+				return false
+			}
+		case `"structuredContent"`:
+			out.StructuredContent = view(v)
+		case `"isError"`:
+			switch v {
+			case "true":
+				out.IsError = true
+			case "false":
+				out.IsError = false
+			case "null":
+			default:
+				return false
+			}
+		case `"_meta"`:
+			out.Meta = view(v)
+		default:
+			if strings.IndexByte(k, '\\') >= 0 {
+				return false
+			}
+			for _, n := range []string{"content", "structuredContent", "isError", "_meta"} {
+				if strings.EqualFold(k[1:len(k)-1], n) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // appendCallRequest appends a tools/call request line to dst. The

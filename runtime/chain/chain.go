@@ -248,13 +248,31 @@ func withNote(r *toolcall.Result, note string) *toolcall.Result {
 	return &out
 }
 
+// tierMetas are the _meta of a result that carried none, by tier: built
+// once, not per call. Their capacity is their length, so an append by a
+// later stage copies instead of writing into the shared bytes.
+var tierMetas = func() (m [TierSandbox + 1]json.RawMessage) {
+	for t := TierJSON; t <= TierSandbox; t++ {
+		b := []byte(`{"kiln/tier":` + strconv.Itoa(int(t)) + `}`)
+		m[t] = b[:len(b):len(b)]
+	}
+	return m
+}()
+
+func tierMeta(tier Tier) json.RawMessage {
+	if tier >= TierJSON && tier <= TierSandbox {
+		return tierMetas[tier]
+	}
+	return json.RawMessage(`{"kiln/tier":` + strconv.Itoa(int(tier)) + `}`)
+}
+
 // tag records the tier in the result's _meta, keeping any _meta the
 // backend sent.
 func tag(r *toolcall.Result, tier Tier) *toolcall.Result {
 	out := *r
 	if m := bytes.TrimSpace(r.Meta); len(m) == 0 || string(m) == "null" || string(m) == "{}" {
 		// Most results carry no _meta: no map to build and encode.
-		out.Meta = json.RawMessage(`{"kiln/tier":` + strconv.Itoa(int(tier)) + `}`)
+		out.Meta = tierMeta(tier)
 		return &out
 	}
 	meta := map[string]json.RawMessage{}

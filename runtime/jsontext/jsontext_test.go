@@ -184,8 +184,27 @@ func FuzzMembers(f *testing.F) {
 	})
 }
 
+// FuzzDecodeString: every JSON string decodes as encoding/json decodes it.
+func FuzzDecodeString(f *testing.F) {
+	for _, s := range []string{`"a\"b"`, `"\u00e9\n"`, `"\ud83d\ude00"`, "\"\xff\\t\""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		var want string
+		if json.Unmarshal([]byte(raw), &want) != nil {
+			return
+		}
+		raw = strings.TrimSpace(raw)
+		if got := DecodeString(raw); got != want {
+			t.Fatalf("DecodeString(%q) = %q, encoding/json %q", raw, got, want)
+		}
+	})
+}
+
 func TestDecodeStringAsTheDecoder(t *testing.T) {
-	for _, raw := range []string{`"abc"`, `"a\"b"`, "\"\x83\"", "\"é\xffz\"", `"\u00e9"`, `""`} {
+	for _, raw := range []string{`"abc"`, `"a\"b"`, "\"\x83\"", "\"é\xffz\"", `"\u00e9"`, `""`,
+		`"{\"tool\":\"a.b\",\"arguments\":{\"x\":\"l1\\nl2\"}}"`, `"\b\f\n\r\t\/\\"`, `"\u0000\u001F\uFFFF\u00E9"`,
+		`"\ud83d\ude00"`, `"\ud83d"`, `"\ude00x"`, "\"\\n\xff\""} {
 		var want string
 		if err := json.Unmarshal([]byte(raw), &want); err != nil {
 			t.Fatal(err)

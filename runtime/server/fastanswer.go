@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -63,6 +64,9 @@ func appendCallResponse(dst []byte, id json.RawMessage, r *toolcall.Result, mode
 	if !plainID(id) {
 		return nil, false
 	}
+	if dst == nil {
+		dst = make([]byte, 0, responseSize(id, r, serverInfo))
+	}
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = append(dst, id...)
 	dst = append(dst, `,"result":{`...)
@@ -80,14 +84,16 @@ func appendCallResponse(dst []byte, id json.RawMessage, r *toolcall.Result, mode
 		dst = append(dst, `"_meta":{"io.modelcontextprotocol/serverInfo":`...)
 		dst = append(dst, serverInfo...)
 		if hasMeta {
-			// Compacted whole (the tail alone is not JSON), then spliced
-			// after serverInfo.
-			line, _ := jsontext.AppendLine(nil, meta) // checked above
-			if rest := line[1:]; rest[0] != '}' {
-				dst = append(dst, ',')
-				dst = append(dst, rest...)
+			// Compacted whole (the tail alone is not JSON), then its
+			// members spliced after serverInfo's: the object's { becomes
+			// a comma, or goes with the space after it when it has none
+			// ("{ }" left a comma before the closing brace).
+			at := len(dst)
+			dst, _ = jsontext.AppendLine(dst, meta) // checked above
+			if rest := bytes.TrimLeft(dst[at+1:], " \t\r\n"); rest[0] != '}' {
+				dst[at] = ','
 			} else {
-				dst = append(dst, '}')
+				dst = append(dst[:at], '}')
 			}
 		} else {
 			dst = append(dst, '}')
@@ -121,6 +127,16 @@ func appendCallResponse(dst []byte, id json.RawMessage, r *toolcall.Result, mode
 		}
 	}
 	return append(dst, '}', '}'), true
+}
+
+// responseSize is what appendCallResponse writes for r, give or take the
+// compaction of multi-line parts: one allocation for the whole answer.
+func responseSize(id json.RawMessage, r *toolcall.Result, serverInfo []byte) int {
+	n := 128 + len(id) + len(r.Meta) + len(serverInfo) + len(r.StructuredContent)
+	for _, c := range r.Content {
+		n += len(c) + 1
+	}
+	return n
 }
 
 // plainID reports whether id is written back as it came by mcp-go too: a
@@ -161,11 +177,16 @@ type callLine struct {
 // name; ok is false when it cannot read it as encoding/json would (escaped
 // or case-folded member names, a repeated params, the round-trip members),
 // and the caller decodes it instead.
+//
+// m's name, arguments and _meta are views into line, not copies (a
+// program's whole text was copied twice, line to string to RawMessage):
+// line must not change while m is in use, as the read loop's lines do not
+// (each is ReadBytes' own).
 func scanCallLine(line []byte, m *callLine) (ok bool) {
 	if !jsontext.Valid(line) {
 		return false
 	}
-	text := string(line)
+	text := unsafe.String(unsafe.SliceData(line), len(line))
 	if text = strings.TrimSpace(text); text == "" || text[0] != '{' {
 		return false
 	}
@@ -202,9 +223,9 @@ func scanCallLine(line []byte, m *callLine) (ok bool) {
 			}
 			m.name = jsontext.DecodeString(v)
 		case `"arguments"`:
-			m.arguments = json.RawMessage(v)
+			m.arguments = view(v)
 		case `"_meta"`:
-			m.meta = json.RawMessage(v)
+			m.meta = view(v)
 		case `"task"`:
 			m.task = v != "null"
 		case `"inputResponses"`, `"requestState"`:
@@ -217,6 +238,10 @@ func scanCallLine(line []byte, m *callLine) (ok bool) {
 	}
 	return true
 }
+
+// view is v, a non-empty part of a line scanCallLine reads, as the bytes
+// it shares with the line.
+func view(v string) json.RawMessage { return unsafe.Slice(unsafe.StringData(v), len(v)) }
 
 // plainName reports whether the quoted member name key is none of names,
 // even to encoding/json, which matches names without regard to case.

@@ -69,6 +69,9 @@ func (s *Server) fastCall(ctx context.Context, id json.RawMessage, line []byte) 
 		(tool.Tool.Execution != nil && tool.Tool.Execution.TaskSupport == mcp.TaskSupportRequired) {
 		return nil, false
 	}
+	// The registered name, not the view into line scanCallLine gave: a
+	// name kept (a metric's label) must not keep the line alive.
+	req.Params.Name = tool.Tool.Name
 	if info.Modern {
 		applyProtocolInfo(session, info)
 	}

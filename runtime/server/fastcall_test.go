@@ -162,6 +162,8 @@ func TestAppendCallResponseMatchesSDK(t *testing.T) {
 		{Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"é\u2028"}`)}, Meta: json.RawMessage(`{}`)},
 		{Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"hi"}`)}, Meta: json.RawMessage("{\n  \"trace\": \"abc\"\n}")},
 		{Content: []json.RawMessage{}, Meta: json.RawMessage("{\n}")},
+		{Content: []json.RawMessage{}, Meta: json.RawMessage("{ }")},
+		{Content: []json.RawMessage{}, Meta: json.RawMessage("{ \"a\": [1, 2] }")},
 	}
 	for _, modern := range []bool{false, true} {
 		for i, r := range results {

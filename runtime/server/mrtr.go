@@ -144,6 +144,9 @@ func (ex *exchange) ask(ctx context.Context, method string, params json.RawMessa
 	ex.mu.Lock()
 	ex.next++
 	id := "kiln-" + strconv.Itoa(ex.next)
+	if ex.pending == nil {
+		ex.pending = map[string]*question{}
+	}
 	ex.pending[id] = q
 	first := ex.first != nil && !ex.asked && !ex.finished && ex.running()
 	if first {
@@ -306,13 +309,16 @@ func (s *Server) runInline(ctx context.Context, req mcp.CallToolRequest, args js
 	h func(context.Context, json.RawMessage) *toolcall.Result, ea *earlyAnswer) (*toolcall.Result, *mcp.CallToolResult) {
 	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	ex := &exchange{token: exchangePrefix + randomToken(), cancel: cancel, done: make(chan *toolcall.Result, 1),
-		wake: make(chan struct{}, 1), pending: map[string]*question{}, ended: run.Done()}
+	// The token and the question map wait for the first question: most
+	// runs ask none, and a token costs a read of the system's randomness.
+	ex := &exchange{cancel: cancel, done: make(chan *toolcall.Result, 1),
+		wake: make(chan struct{}, 1), ended: run.Done()}
 	// Until it asks, the run is the request's: the client's cancellation
 	// ends it.
 	detach := context.AfterFunc(ctx, cancel)
 	ex.first = func() {
 		detach()
+		ex.token = exchangePrefix + randomToken()
 		s.exchanges.add(ex)
 		ea.send(s.inputRequired(ex, ex.unsent()))
 	}

@@ -89,6 +89,12 @@ func (t *Telemetry) StartDirect(ctx context.Context, tool, traceparent, tracesta
 func (t *Telemetry) startRequest(ctx context.Context, tool, traceparent, tracestate string) (context.Context, func(isError bool)) {
 	done := t.begin()
 	ctx = remoteParent(ctx, traceparent, tracestate)
+	if t.tp == nil {
+		// Nothing exports spans: the no-op span would only carry the
+		// client's span context on, which ctx already does, and its
+		// attributes cost allocations on every call.
+		return ctx, func(bool) { done() }
+	}
 	ctx, span := t.tracer.Start(ctx, tool, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.tool.name", tool)))
 	return ctx, func(isError bool) {
@@ -119,6 +125,9 @@ func (t *Telemetry) Searched(took time.Duration) { t.Metrics.Search(took) }
 // opens its span; chain.Options.OnTier calls it.
 func (t *Telemetry) EnterTier(ctx context.Context, tier int) (context.Context, func()) {
 	ctx = context.WithValue(ctx, tierKey{}, tier)
+	if t.tp == nil {
+		return ctx, endNothing
+	}
 	ctx, span := t.tracer.Start(ctx, "tier "+strconv.Itoa(tier), trace.WithAttributes(attribute.Int("kiln.tier", tier)))
 	return ctx, func() { span.End() }
 }
@@ -141,6 +150,13 @@ func (c *caller) CallTool(ctx context.Context, backendName, tool string, args js
 	tier, _ := ctx.Value(tierKey{}).(int)
 	defer c.t.begin()()
 	start := time.Now()
+	if c.t.tp == nil {
+		// No span of kiln's own (see startRequest); the client's trace
+		// context still reaches the backend.
+		res, err := c.next.CallTool(backend.WithPropagation(ctx, injected(ctx)), backendName, tool, args)
+		c.t.Metrics.ToolCall(backendName, tool, tierLabel(tier), outcome(res, err), time.Since(start))
+		return res, err
+	}
 	ctx, span := c.t.tracer.Start(ctx, backendName+"."+tool, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("kiln.backend", backendName), attribute.String("gen_ai.tool.name", tool)))
 	res, err := c.next.CallTool(backend.WithPropagation(ctx, injected(ctx)), backendName, tool, args)
@@ -153,6 +169,9 @@ func (c *caller) CallTool(ctx context.Context, backendName, tool string, args js
 	c.t.Metrics.ToolCall(backendName, tool, tierLabel(tier), out, time.Since(start))
 	return res, err
 }
+
+// endNothing ends a span never started.
+func endNothing() {}
 
 // outcome matches dispatch's kiln://calls outcomes.
 func outcome(res *toolcall.Result, err error) string {
