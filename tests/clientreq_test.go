@@ -877,3 +877,44 @@ func callAsBoth(t *testing.T, ca, cb *mcpclient.Client, code string) <-chan [2]s
 	}
 	return results
 }
+
+// Over stdio too, a 2026-07-28 client calling a backend's tool by name
+// gets the backend's own JSON-RPC error for a round it refuses: -32021
+// with its data, which names the capability to declare, not mcp-go's
+// -32603 with the code folded into the message.
+func TestModernRoundErrorOverStdio(t *testing.T) {
+	s := startRawStdio(t, "--config", legacyConfig(t, "  expose: hybrid\n  pin: [conf.*]\n"))
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"kiln-e2e-raw","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":%s}`
+	call := func(caps string) []byte {
+		s.next++
+		id := fmt.Sprintf(`"c-%d"`, s.next)
+		s.send(request(id, "tools/call", `{"name":"conf__test_missing_capability","arguments":{},`+fmt.Sprintf(meta, caps)+`}`))
+		for {
+			line := <-s.lines
+			var r rpcReply
+			if json.Unmarshal(line, &r) == nil && string(r.ID) == id {
+				return line
+			}
+		}
+	}
+	var line []byte
+	eventually(t, "the backend's tool is served under its own name", func() bool {
+		line = call(`{}`)
+		return !bytes.Contains(line, []byte("conf__test_missing_capability")) || bytes.Contains(line, []byte(`"code":-32021`))
+	})
+	var r struct {
+		Error *struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(line, &r); err != nil || r.Error == nil || r.Error.Code != -32021 || len(r.Error.Data) == 0 {
+		t.Fatalf("want the backend's -32021 with its data, got %s", line)
+	}
+	if res := call(`{"sampling":{},"elicitation":{},"roots":{}}`); bytes.Contains(res, []byte(`"error"`)) {
+		t.Errorf("with the capabilities declared the tool should run: %s", res)
+	}
+}

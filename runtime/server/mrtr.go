@@ -367,6 +367,10 @@ var answeredEarly = &mcp.CallToolResult{}
 type earlyAnswer struct {
 	write func(resp []byte)
 	send  func(*mcp.CallToolResult)
+	// relay is the request's slot for a backend's error to answer with
+	// (relay.go): the read loop's requests carry it here, not in a
+	// context value of its own, which would cost every call.
+	relay relayed
 }
 
 type earlyAnswerKey struct{}

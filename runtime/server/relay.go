@@ -14,10 +14,12 @@ import (
 // belongs to the client as sent: -32021 "missing required client
 // capability" with its data, which a 2026-07-28 client acts on and whose
 // HTTP status is 400. mcp-go v1.2.1 answers every tool handler error with
-// -32603 and status 200, so over HTTP kiln puts a slot in the request's
-// context, the handler fills it, and the response writer answers with the
-// backend's error instead of the SDK's. Over stdio the client gets -32603
-// with the backend's code and message in the text.
+// -32603 and status 200, so kiln puts a slot in the request's context, the
+// handler fills it, and the response is the backend's error instead of the
+// SDK's: over HTTP the response writer swaps it, over stdio the read loop,
+// which answers tools/call itself (a prompts/get over stdio goes through
+// the SDK's stdio server and still gets -32603 with the backend's code and
+// message in the text).
 
 type relayKey struct{}
 
@@ -39,11 +41,13 @@ func (r *relayed) get() *mcp.JSONRPCErrorDetails {
 	return r.err
 }
 
-// relayError hands a backend's JSON-RPC error to the HTTP layer, when the
-// request came over HTTP.
+// relayError hands a backend's JSON-RPC error to the layer that writes the
+// response: the HTTP response writer, or the stdio read loop.
 func relayError(ctx context.Context, e *mcp.JSONRPCErrorDetails) {
 	if r, _ := ctx.Value(relayKey{}).(*relayed); r != nil {
 		r.set(e)
+	} else if ea := earlyAnswerFrom(ctx); ea != nil {
+		ea.relay.set(e)
 	}
 }
 
@@ -68,6 +72,17 @@ func relaying(w http.ResponseWriter, r *http.Request, body []byte) (http.Respons
 	return &relayWriter{ResponseWriter: w, slot: slot, id: msg.ID}, r.WithContext(context.WithValue(r.Context(), relayKey{}, slot))
 }
 
+// relayedResponse is the JSON-RPC response carrying a backend's error e
+// for the request id.
+func relayedResponse(id json.RawMessage, e *mcp.JSONRPCErrorDetails) []byte {
+	body, _ := json.Marshal(struct {
+		JSONRPC string                   `json:"jsonrpc"`
+		ID      json.RawMessage          `json:"id"`
+		Error   *mcp.JSONRPCErrorDetails `json:"error"`
+	}{mcp.JSONRPC_VERSION, id, e})
+	return body
+}
+
 // relayWriter replaces the SDK's error response with the relayed one.
 type relayWriter struct {
 	http.ResponseWriter
@@ -88,11 +103,7 @@ func (w *relayWriter) WriteHeader(status int) {
 		return
 	}
 	w.swallow = true
-	body, _ := json.Marshal(struct {
-		JSONRPC string                   `json:"jsonrpc"`
-		ID      json.RawMessage          `json:"id"`
-		Error   *mcp.JSONRPCErrorDetails `json:"error"`
-	}{mcp.JSONRPC_VERSION, w.id, e})
+	body := relayedResponse(w.id, e)
 	h := w.Header()
 	h.Del("Content-Length")
 	h.Set("Content-Type", "application/json")

@@ -259,7 +259,7 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err er
 	// line is the reader's own copy (ReadBytes), so the call may keep it.
 	return func() {
 		defer done.Do(l.calls.Done)
-		resp := l.call(ctx, top.id, line)
+		resp := l.call(ctx, ea, top.id, line)
 		release()
 		// Busy until written: a write can block on a client slow to read,
 		// and start must not hand the next task to a worker stuck here
@@ -281,7 +281,12 @@ func (l *stdioLoop) write(resp []byte) {
 // call serves one tools/call and returns its response, nil for none. A
 // panic that escapes the handlers' own recovery becomes an internal error
 // carrying the id.
-func (l *stdioLoop) call(ctx context.Context, id json.RawMessage, line []byte) (resp []byte) {
+func (l *stdioLoop) call(ctx context.Context, ea *earlyAnswer, id json.RawMessage, line []byte) (resp []byte) {
+	defer func() {
+		if e := ea.relay.get(); e != nil && resp != nil {
+			resp = relayedResponse(id, e)
+		}
+	}()
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
