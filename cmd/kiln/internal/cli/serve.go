@@ -28,6 +28,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/chain"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/daemon"
+	"github.com/kilnmcp/kiln/runtime/heapfloor"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/httpauth"
 	"github.com/kilnmcp/kiln/runtime/oauth"
@@ -51,6 +52,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if fs.Parse(args) != nil {
 		return exitUsage
 	}
+	heapfloor.Start()
 	// SIGTERM ends sig; the gateway runs under ctx, which ends only after
 	// the drain (ops.drainOn), so calls in flight keep their backends.
 	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
