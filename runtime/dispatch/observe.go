@@ -3,9 +3,10 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
-	backendpkg "github.com/kilnmcp/kiln/runtime/backend"
 	"strconv"
 	"sync"
+
+	backendpkg "github.com/kilnmcp/kiln/runtime/backend"
 )
 
 // Observer receives what a backend reports while it runs a call made with
