@@ -101,17 +101,108 @@ func relayBin(b *testing.B) string {
 	return path
 }
 
+// BenchmarkEchoHopPaired times the same calls as BenchmarkEchoHop, but
+// interleaved: each round calls echo directly, through a byte-copying
+// relay, and through kiln at tier 1 and tier 2 (a kiln each), in an order
+// that rotates every round, so all four see the same machine from one
+// moment to the next. Each process waits idle while the others are
+// called, as a gateway does between an agent's steps. Besides each path's p50 it reports the median of the per-round
+// differences from the direct call ("added"), which a machine whose load
+// drifts between sub-benchmarks does not skew the way it skews a
+// difference of two separately measured p50s.
+func BenchmarkEchoHopPaired(b *testing.B) {
+	mods := filepath.Join(repoRoot(b), "tests/node_modules/@modelcontextprotocol")
+	everything := []string{"node", filepath.Join(mods, "server-everything/dist/index.js"), "stdio"}
+	cfg := filepath.Join(b.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `version: 1
+gateway:
+  state_dir: %s
+  log_level: warn
+backends:
+  everything:
+    transport: stdio
+    command: node
+    args: [%s, stdio]
+`, b.TempDir(), everything[1]), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	direct, _ := sdkStdio(b, "", everything...)
+	relay, _ := sdkStdio(b, "", append([]string{relayBin(b), "--"}, everything...)...)
+	// A kiln per tier: calls to one process would find it warm from the
+	// call before.
+	kiln1, _ := sdkStdio(b, profileEnvNamed("paired-tier1"), kilnBin(b), "serve", "--config", cfg)
+	kiln2, _ := sdkStdio(b, profileEnvNamed("paired-tier2"), kilnBin(b), "serve", "--config", cfg)
+	echo := map[string]any{"message": "hi"}
+	paths := []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"direct", func(ctx context.Context) error { return callOK(ctx, direct, "echo", echo) }},
+		{"relay", func(ctx context.Context) error { return callOK(ctx, relay, "echo", echo) }},
+		{"tier1", func(ctx context.Context) error {
+			return callOK(ctx, kiln1, "call_tool_chain", map[string]any{"code": `{"tool":"everything.echo","arguments":{"message":"hi"}}`})
+		}},
+		{"tier2", func(ctx context.Context) error {
+			return callOK(ctx, kiln2, "call_tool_chain", map[string]any{"code": `await everything.echo({message: "hi"})`})
+		}},
+	}
+	ctx := b.Context()
+	for range warmupCalls {
+		for _, p := range paths {
+			if err := p.call(ctx); err != nil {
+				b.Fatalf("%s: %v", p.name, err)
+			}
+		}
+	}
+	lat := make([][]time.Duration, len(paths))
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range paths {
+			j := (i + k) % len(paths)
+			start := time.Now()
+			if err := paths[j].call(ctx); err != nil {
+				b.Fatalf("%s: %v", paths[j].name, err)
+			}
+			lat[j] = append(lat[j], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	for j, p := range paths {
+		b.ReportMetric(median(lat[j]), p.name+"-p50-µs")
+		if j == 0 {
+			continue
+		}
+		added := make([]time.Duration, len(lat[j]))
+		for i := range added {
+			added[i] = lat[j][i] - lat[0][i]
+		}
+		b.ReportMetric(median(added), p.name+"-added-p50-µs")
+	}
+}
+
+// median of d in µs; d is sorted in place.
+func median(d []time.Duration) float64 {
+	slices.Sort(d)
+	return float64(d[len(d)/2].Microseconds())
+}
+
 // profileEnv asks kiln for profiles named after the sub-benchmark when
 // KILN_PROFILE_DIR is set.
-func profileEnv(b *testing.B) string {
+func profileEnv(b *testing.B) string { return profileEnvNamed(filepath.Base(b.Name())) }
+
+// profileEnvNamed is profileEnv for profiles named name.
+func profileEnvNamed(name string) string {
 	dir := os.Getenv("KILN_PROFILE_DIR")
 	if dir == "" {
 		return ""
 	}
-	name := filepath.Join(dir, filepath.Base(b.Name()))
+	name = filepath.Join(dir, name)
 	knobs := "cpuprofile=" + name + ".cpu.pprof"
 	if os.Getenv("KILN_PROFILE_MEM") != "" {
 		knobs = "memprofile=" + name + ".mem.pprof"
+	}
+	if os.Getenv("KILN_PROFILE_TRACE") != "" {
+		knobs = "trace=" + name + ".trace"
 	}
 	return "KILNDEBUG=" + knobs
 }

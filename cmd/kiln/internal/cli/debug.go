@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 )
@@ -14,6 +15,7 @@ import (
 var debugKnobs = map[string]string{
 	"cpuprofile": "write a CPU profile of kiln serve to this file when it exits",
 	"memprofile": "write an allocation profile of kiln serve to this file when it exits",
+	"trace":      "write a runtime execution trace of kiln serve to this file (go tool trace -pprof=sched FILE: where goroutines waited to run)",
 }
 
 // parseDebug reads KILNDEBUG; an unknown knob is an error naming the known
@@ -52,6 +54,18 @@ func startProfiles(knobs map[string]string) (stop func(), err error) {
 			return nil, fmt.Errorf("KILNDEBUG cpuprofile: %w", err)
 		}
 		stop = func() { pprof.StopCPUProfile(); f.Close() }
+	}
+	if path := knobs["trace"]; path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, fmt.Errorf("KILNDEBUG trace: %w", err)
+		}
+		if err := trace.Start(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("KILNDEBUG trace: %w", err)
+		}
+		before := stop
+		stop = func() { before(); trace.Stop(); f.Close() }
 	}
 	if path := knobs["memprofile"]; path != "" {
 		runtime.MemProfileRate = 4096
