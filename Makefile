@@ -132,7 +132,7 @@ bench: peers build
 	$(GO) test -run '^$$' -bench . -benchmem ./runtime/...
 	mkdir -p .cache/bench
 	KILN_BIN=$(CURDIR)/bin KILN_PROFILE_DIR=$(CURDIR)/.cache/bench $(GO) test -tags e2e -run '^$$' -bench 'EchoHop' -benchtime 3000x ./tests/
-	KILN_BIN=$(CURDIR)/bin KILN_PROFILE_DIR=$(CURDIR)/.cache/bench KILN_PROFILE_MEM=1 $(GO) test -tags e2e -run '^$$' -bench 'EchoHop/kiln-tier1$$' -benchtime 3000x ./tests/
+	KILN_BIN=$(CURDIR)/bin KILN_PROFILE_DIR=$(CURDIR)/.cache/bench KILN_PROFILE_MEM=1 $(GO) test -tags e2e -run '^$$' -bench 'EchoHop$$/kiln-tier1$$' -benchtime 3000x ./tests/
 	KILN_BIN=$(CURDIR)/bin $(GO) test -tags e2e -run '^$$' -bench 'ColdStart' -benchtime 20x ./tests/
 	@echo "profiles: go tool pprof bin/kiln .cache/bench/kiln-tier1.cpu.pprof (also .mem.pprof, kiln-tier2, kiln-meta)"
 
