@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 )
 
 // Floor is the headroom a small heap gets: the heap may grow by this much
@@ -30,14 +31,20 @@ func Percent(live uint64) int {
 // so the pace follows the heap as backends register or leave. GOGC set in
 // the environment (even to its default) is the operator's choice: Start
 // leaves it alone.
+// Calls after the first that started the tuner do nothing: one tuner
+// serves the process.
 func Start() {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return
 	}
-	t := &tuner{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
-	t.adjust()
-	t.arm()
+	once.Do(func() {
+		t := &tuner{sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+		t.adjust()
+		t.arm()
+	})
 }
+
+var once sync.Once
 
 type tuner struct {
 	sample  []metrics.Sample
