@@ -191,18 +191,30 @@ func (p *passthru) hook(h *server.Hooks) {
 			Params struct {
 				URI           string                 `json:"uri"`
 				Notifications mcp.SubscriptionFilter `json:"notifications"`
+				Meta          *mcp.Meta              `json:"_meta"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(raw, &req) != nil {
 			return nil
 		}
+		// The hook runs before the SDK reads the request's era, and the
+		// SDK refuses each of these methods in the other era (2026-07-28
+		// removed resources/(un)subscribe): a subscription forwarded for a
+		// refused request is one nothing would ever end.
+		modern := mcp.IsModernProtocol(req.Params.Meta.ProtocolVersion())
 		switch req.Method {
 		case string(mcp.MethodSubscriptionsListen):
-			return p.listen(ctx, req.ID, req.Params.Notifications.ResourceSubscriptions)
+			if modern {
+				return p.listen(ctx, req.ID, req.Params.Notifications.ResourceSubscriptions)
+			}
 		case string(mcp.MethodResourcesSubscribe):
-			return p.subscribe(ctx, sessionID(ctx), req.Params.URI)
+			if !modern {
+				return p.subscribe(ctx, sessionID(ctx), req.Params.URI)
+			}
 		case string(mcp.MethodResourcesUnsubscribe):
-			p.unsubscribe(ctx, sessionID(ctx), req.Params.URI)
+			if !modern {
+				p.unsubscribe(ctx, sessionID(ctx), req.Params.URI)
+			}
 		}
 		return nil
 	})

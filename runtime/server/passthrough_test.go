@@ -267,3 +267,21 @@ func TestPromptNames(t *testing.T) {
 		t.Errorf("a bare prompt named like one of kiln's gets a suffix: %q", got["plain.discover"])
 	}
 }
+
+// A 2026-07-28 request cannot subscribe with resources/subscribe (the
+// revision removed it: the SDK answers method not found), so kiln must not
+// subscribe upstream for it either: nothing would ever unsubscribe.
+func TestModernSubscribeRequestSubscribesNothing(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	got := rpc(t, s, "resources/subscribe", `{"uri":"beta://only",`+meta+`}`)
+	if !strings.Contains(got, `"code":-32601`) {
+		t.Errorf("a 2026-07-28 resources/subscribe = %s, want method not found", got)
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("backend calls for a refused request: %v", f.calls)
+	}
+	if len(s.pass.subs.byURI)+len(s.pass.subs.bySession) != 0 {
+		t.Errorf("subscriptions kept for a refused request: %v %v", s.pass.subs.byURI, s.pass.subs.bySession)
+	}
+}
