@@ -287,7 +287,10 @@ func (p *passthru) listen(ctx context.Context, id json.RawMessage, uris []string
 	}
 	var subID any
 	_ = json.Unmarshal(id, &subID)
-	key := fmt.Sprintf("listen:%p", cs)
+	// One session may hold several streams (stdio and kiln connect serve
+	// every request on one; a client reopens its stream with a new filter
+	// before the old one ends), so the request ID is part of the key.
+	key := fmt.Sprintf("listen:%p:%s", cs, id)
 	var done []string
 	for _, uri := range uris {
 		if err := p.subscribe(ctx, key, uri); err != nil {

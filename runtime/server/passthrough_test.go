@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
 	"github.com/kilnmcp/kiln/runtime/config"
@@ -284,4 +286,39 @@ func TestModernSubscribeRequestSubscribesNothing(t *testing.T) {
 	if len(s.pass.subs.byURI)+len(s.pass.subs.bySession) != 0 {
 		t.Errorf("subscriptions kept for a refused request: %v %v", s.pass.subs.byURI, s.pass.subs.bySession)
 	}
+}
+
+// Two subscriptions/listen streams on one session (stdio, a kiln connect
+// relay) are two streams: a client reopening its stream with a new filter
+// opens the next before the last has ended, and ending the old one must
+// not end the new one's subscriptions or updates.
+func TestListenStreamsOnOneSessionAreApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := newPassthroughServer(t)
+		sess := &connSession{id: "one", notifications: make(chan mcp.JSONRPCNotification, 4)}
+		base := s.mcp.WithContext(t.Context(), sess)
+		oldCtx, endOld := context.WithCancel(base)
+		if err := s.pass.listen(oldCtx, json.RawMessage(`1`), []string{"beta://only"}); err != nil {
+			t.Fatal(err)
+		}
+		newCtx, endNew := context.WithCancel(base)
+		defer endNew()
+		if err := s.pass.listen(newCtx, json.RawMessage(`2`), []string{"beta://only"}); err != nil {
+			t.Fatal(err)
+		}
+		endOld()
+		synctest.Wait() // the old stream's cleanup (an AfterFunc) has run
+		s.ResourceUpdated("beta", json.RawMessage(`{"uri":"beta://only"}`))
+		select {
+		case n := <-sess.notifications:
+			if id := n.Params.Meta[mcp.MetaKeySubscriptionID]; id != float64(2) {
+				t.Errorf("update went out with subscription ID %v, want 2 (the open stream)", id)
+			}
+		default:
+			t.Error("the open stream got no update after the older stream on its session ended")
+		}
+		if slices.Contains(f.calls, "unsubscribe beta beta://only") {
+			t.Errorf("the backend was unsubscribed while a stream still listens: %v", f.calls)
+		}
+	})
 }
