@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -131,4 +134,44 @@ func TestServeConnAnswersParseErrors(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("ServeConn: %v", err)
 	}
+}
+
+// A question kiln asked a connection's client fails as soon as the
+// connection closes: nobody is left to answer it, and the backend that
+// asked must not wait out its timeout (a stdio backend's question has
+// none of its own, so it waited exchangeIdle).
+func TestServeConnQuestionEndsWithTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{Version: "test", Registry: registry.New(),
+			Config: &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway()}})
+		srvEnd, cliEnd := net.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- s.ServeConn(context.Background(), srvEnd, srvEnd) }()
+		synctest.Wait()
+		s.sessions.mu.Lock()
+		var sess *connSession
+		for _, cs := range s.sessions.all {
+			sess = cs.(*connSession)
+		}
+		s.sessions.mu.Unlock()
+		asked := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(s.mcp.WithContext(context.Background(), sess), exchangeIdle)
+			defer cancel()
+			_, err := s.askSession(ctx, string(mcp.MethodListRoots), nil)
+			asked <- err
+		}()
+		line, err := bufio.NewReader(cliEnd).ReadString('\n')
+		if err != nil || !strings.Contains(line, `"roots/list"`) {
+			t.Fatalf("client read %q, %v; want the roots/list request", line, err)
+		}
+		cliEnd.Close() // the client goes away without answering
+		if err := <-served; err != nil {
+			t.Errorf("ServeConn: %v", err)
+		}
+		err = <-asked
+		if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "disconnected") {
+			t.Errorf("question to a closed connection ended with %v; want it refused as disconnected at once", err)
+		}
+	})
 }
