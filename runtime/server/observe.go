@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 )
@@ -32,7 +33,7 @@ func (s *Server) observeWith(ctx context.Context, req mcp.CallToolRequest, clien
 		Client: client,
 		Log: func(raw json.RawMessage) {
 			var params map[string]any
-			if json.Unmarshal(s.opts.Scrubber.JSON(raw), &params) == nil {
+			if json.Unmarshal(s.opts.Scrubber.JSON(raw), &params) == nil && s.logWanted(ctx, params["level"]) {
 				send("notifications/message", params)
 			}
 		},
@@ -50,4 +51,20 @@ func (s *Server) observeWith(ctx context.Context, req mcp.CallToolRequest, clien
 		}
 	}
 	return dispatch.WithObserver(ctx, obs)
+}
+
+// logWanted reports whether the client that made the call asked for a
+// backend log message of level. Backends log at the most verbose level
+// any client asked for: a 2026-07-28 request gets messages only at the
+// level its _meta names, and none when it names none (SEP-2575); an older
+// session gets them at the level it set, or all when it set none.
+func (s *Server) logWanted(ctx context.Context, level any) bool {
+	lv, _ := level.(string)
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.LogLevel != "" && mcp.LoggingLevel(lv).ShouldSendTo(info.LogLevel)
+	}
+	if s.pass == nil {
+		return true
+	}
+	return s.pass.logs.admits(sessionID(ctx), mcp.LoggingLevel(lv))
 }

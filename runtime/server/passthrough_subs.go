@@ -129,16 +129,51 @@ func (t *subscriptions) at(backend string) []string {
 	return out
 }
 
-// logState is the log level clients asked for, forwarded to every
-// backend, and the sessions backend logs go to.
+// logState is the log level forwarded to every backend, the level each
+// client session asked for, and the sessions backend logs go to.
 type logState struct {
-	mu       sync.Mutex
-	level    string
+	mu    sync.Mutex
+	level string
+	// levels holds each session's logging/setLevel. Backends are shared,
+	// so they get the most verbose level any session asked for, and each
+	// session's messages are filtered to its own level.
+	levels   map[string]mcp.LoggingLevel
 	sessions map[string]bool
 	warned   map[string]bool // routing warnings already logged; guarded by passthru.mu
 }
 
-func (l *logState) init() { l.sessions = map[string]bool{} }
+func (l *logState) init() {
+	l.sessions = map[string]bool{}
+	l.levels = map[string]mcp.LoggingLevel{}
+}
+
+// set records session's level and returns the level backends should get,
+// or "" when it is unchanged.
+func (l *logState) set(session string, level mcp.LoggingLevel) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.levels[session] = level
+	most := level
+	for _, lv := range l.levels {
+		if most.ShouldSendTo(lv) {
+			most = lv
+		}
+	}
+	if string(most) == l.level {
+		return ""
+	}
+	l.level = string(most)
+	return l.level
+}
+
+// admits reports whether session asked for messages of level; a session
+// that never set a level gets what backends send.
+func (l *logState) admits(session string, level mcp.LoggingLevel) bool {
+	l.mu.Lock()
+	floor, ok := l.levels[session]
+	l.mu.Unlock()
+	return !ok || level.ShouldSendTo(floor)
+}
 
 // apply sends the level clients asked for to one backend.
 func (l *logState) apply(ctx context.Context, s *Server, name string) {
@@ -226,16 +261,14 @@ func (p *passthru) hook(h *server.Hooks) {
 	h.AddOnUnregisterSession(func(ctx context.Context, cs server.ClientSession) {
 		p.logs.mu.Lock()
 		delete(p.logs.sessions, cs.SessionID())
+		delete(p.logs.levels, cs.SessionID())
 		p.logs.mu.Unlock()
 		for _, uri := range p.subs.uris(cs.SessionID()) {
 			p.unsubscribe(context.WithoutCancel(ctx), cs.SessionID(), uri)
 		}
 	})
 	h.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
-		p.logs.mu.Lock()
-		p.logs.level = string(req.Params.Level)
-		p.logs.mu.Unlock()
-		if p.s.opts.Passthrough == nil {
+		if p.logs.set(sessionID(ctx), req.Params.Level) == "" || p.s.opts.Passthrough == nil {
 			return
 		}
 		for _, name := range p.backendNames() {

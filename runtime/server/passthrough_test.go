@@ -13,9 +13,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/scrub"
@@ -321,4 +323,61 @@ func TestListenStreamsOnOneSessionAreApart(t *testing.T) {
 			t.Errorf("the backend was unsubscribed while a stream still listens: %v", f.calls)
 		}
 	})
+}
+
+// A backend's log messages during a call reach its client at the level
+// that client asked for: logging/setLevel before 2026-07-28, the request's
+// _meta after (none when it names none). Backends are shared, so they log
+// at the most verbose level any session asked for.
+func TestCallLogsKeepTheClientsLevel(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	session := func(id string, level string) (context.Context, *connSession) {
+		sess := &connSession{id: id, notifications: make(chan mcp.JSONRPCNotification, 8)}
+		sess.Initialize()
+		if err := s.mcp.RegisterSession(t.Context(), sess); err != nil {
+			t.Fatal(err)
+		}
+		ctx := s.mcp.WithContext(t.Context(), sess)
+		if level != "" {
+			s.mcp.HandleMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"`+level+`"}}`))
+		}
+		return ctx, sess
+	}
+	session("verbose", "debug")
+	quiet, quietSess := session("quiet", "error")
+	unset, unsetSess := session("unset", "")
+	modern := server.WithRequestProtocolInfo(unset, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28"})
+	modernWarn := server.WithRequestProtocolInfo(unset, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28", LogLevel: mcp.LoggingLevelWarning})
+
+	logs := func(ctx context.Context, sess *connSession) []string {
+		obs := dispatch.ObserverFrom(s.observeWith(ctx, mcp.CallToolRequest{}, nil))
+		for _, level := range []string{"debug", "info", "warning", "error"} {
+			obs.Log(json.RawMessage(`{"level":"` + level + `","data":"` + level + `"}`))
+		}
+		var got []string
+		for len(sess.notifications) > 0 {
+			n := <-sess.notifications
+			got = append(got, n.Params.AdditionalFields["data"].(string))
+		}
+		return got
+	}
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		sess *connSession
+		want []string
+	}{
+		{"set error", quiet, quietSess, []string{"error"}},
+		{"never set", unset, unsetSess, []string{"debug", "info", "warning", "error"}},
+		{"2026-07-28 without a level", modern, unsetSess, nil},
+		{"2026-07-28 at warning", modernWarn, unsetSess, []string{"warning", "error"}},
+	} {
+		if diff := cmp.Diff(c.want, logs(c.ctx, c.sess)); diff != "" {
+			t.Errorf("%s: messages (-want +got):\n%s", c.name, diff)
+		}
+	}
+	want := []string{"level alpha debug", "level beta debug"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("levels forwarded to backends (-want +got):\n%s", diff)
+	}
 }
