@@ -133,6 +133,18 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 	mu, _ := p.refreshing.LoadOrStore(name, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
+	if len(kinds) == 0 {
+		// A (re)connected backend has forgotten kiln's subscriptions and
+		// log level. They are renewed even when a list fails (the lists
+		// are only what clients see), and on a context of their own: a
+		// slow list must not use up their time. Each request still keeps
+		// the backend's call timeout (dispatch).
+		defer func() {
+			rctx := context.WithoutCancel(ctx)
+			p.resubscribe(rctx, name)
+			p.logs.apply(rctx, s, name)
+		}()
+	}
 	p.mu.Lock()
 	o := p.offers[name]
 	p.mu.Unlock()
@@ -155,12 +167,6 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 	p.mu.Unlock()
 	p.noteDrift(name, o)
 	p.sync()
-	if len(kinds) == 0 {
-		// A (re)connected backend has forgotten kiln's subscriptions and
-		// log level.
-		p.resubscribe(ctx, name)
-		p.logs.apply(ctx, s, name)
-	}
 	return nil
 }
 

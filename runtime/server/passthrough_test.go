@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -30,6 +31,8 @@ import (
 type fakeBackends struct {
 	mu    sync.Mutex
 	calls []string
+	// listErr, when set, fails every list (a backend slow or broken to list).
+	listErr error
 }
 
 func (f *fakeBackends) log(s string) {
@@ -39,7 +42,7 @@ func (f *fakeBackends) log(s string) {
 }
 
 func (f *fakeBackends) ListResources(context.Context, string) ([]manifest.Resource, error) {
-	return nil, nil
+	return nil, f.listErr
 }
 func (f *fakeBackends) ListResourceTemplates(context.Context, string) ([]manifest.ResourceTemplate, error) {
 	return nil, nil
@@ -379,5 +382,25 @@ func TestCallLogsKeepTheClientsLevel(t *testing.T) {
 	want := []string{"level alpha debug", "level beta debug"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("levels forwarded to backends (-want +got):\n%s", diff)
+	}
+}
+
+// A backend that reconnects has forgotten kiln's subscriptions and log
+// level; kiln renews them even when listing its resources fails, or the
+// subscribed clients would hear nothing until the next restart.
+func TestReconnectRenewsSubscriptionsWhenListingFails(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	if err := s.pass.subscribe(t.Context(), "s1", "beta://only"); err != nil {
+		t.Fatal(err)
+	}
+	s.pass.logs.set("s1", mcp.LoggingLevelDebug)
+	f.calls = nil
+	f.listErr = errors.New("backend \"beta\": list resources: context deadline exceeded")
+	if err := s.Refresh(t.Context(), "beta"); err == nil {
+		t.Error("Refresh hid the listing failure")
+	}
+	want := []string{"subscribe beta beta://only", "level beta debug"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("backend calls after the reconnect (-want +got):\n%s", diff)
 	}
 }
