@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -60,12 +61,23 @@ func (d *Dispatcher) clientRequestOn(ctx context.Context, name, key, method stri
 			sessions[obs.Client.SessionID()] = obs.Client
 		}
 	}
-	d.obs.mu.Unlock()
 	if len(sessions) == 1 {
-		for _, c := range sessions {
-			return c.ClientRequest(ctx, method, params)
+		var c ClientSession
+		for _, only := range sessions {
+			c = only
 		}
+		qctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		end := d.obs.askLocked(key, &question{session: c.SessionID(), cancel: cancel})
+		d.obs.mu.Unlock()
+		defer end()
+		res, err := c.ClientRequest(qctx, method, params)
+		if err != nil && errors.Is(context.Cause(qctx), errCallsEnded) {
+			return nil, fmt.Errorf("kiln withdrew %s from backend %q: %w", method, name, errCallsEnded)
+		}
+		return res, err
 	}
+	d.obs.mu.Unlock()
 	if len(sessions) > 1 {
 		d.log.Warn("backend request refused: calls from several client sessions in flight", "backend", name, "method", method, "sessions", len(sessions))
 		return nil, fmt.Errorf("kiln refused %s from backend %q: it arrived while the backend served calls from %d client sessions, and the backend's transport does not say which call it belongs to, so kiln will not guess whom to ask. "+

@@ -235,6 +235,12 @@ func (c *connSession) ask(ctx context.Context, method string, params any) (json.
 	c.writeLine(b)
 	select {
 	case <-ctx.Done():
+		// The client may be showing its user the question: tell it the
+		// question is withdrawn.
+		if n, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": mcp.MethodNotificationCancelled,
+			"params": map[string]any{"requestId": id, "reason": context.Cause(ctx).Error()}}); err == nil {
+			c.writeLine(n)
+		}
 		return nil, ctx.Err()
 	case <-c.gone:
 		return nil, fmt.Errorf("the client disconnected before it answered %s", method)

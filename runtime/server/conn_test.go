@@ -175,3 +175,49 @@ func TestServeConnQuestionEndsWithTheConnection(t *testing.T) {
 		}
 	})
 }
+
+// A question kiln gives up on (its backend's calls ended) is withdrawn at
+// the client with notifications/cancelled, so the client stops asking its
+// user.
+func TestServeConnWithdrawnQuestionIsCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { withdrawnQuestion(t) })
+}
+
+func withdrawnQuestion(t *testing.T) {
+	s := New(Options{Version: "test", Registry: registry.New(),
+		Config: &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway()}})
+	srvEnd, cliEnd := net.Pipe()
+	defer cliEnd.Close()
+	go func() { _ = s.ServeConn(t.Context(), srvEnd, srvEnd) }()
+	synctest.Wait()
+	var sess *connSession
+	s.sessions.mu.Lock()
+	for _, cs := range s.sessions.all {
+		sess = cs.(*connSession)
+	}
+	s.sessions.mu.Unlock()
+	ctx, cancel := context.WithCancel(s.mcp.WithContext(t.Context(), sess))
+	asked := make(chan error, 1)
+	go func() {
+		_, err := s.askSession(ctx, string(mcp.MethodElicitationCreate), json.RawMessage(`{"message":"name?","requestedSchema":{"type":"object"}}`))
+		asked <- err
+	}()
+	dec := json.NewDecoder(cliEnd)
+	var req, note struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if err := dec.Decode(&req); err != nil || req.Method != string(mcp.MethodElicitationCreate) {
+		t.Fatalf("client read %+v, %v; want the elicitation", req, err)
+	}
+	cancel()
+	if err := dec.Decode(&note); err != nil || note.Method != string(mcp.MethodNotificationCancelled) || string(note.Params.RequestID) != string(req.ID) {
+		t.Errorf("after the question was withdrawn the client read %+v, %v; want notifications/cancelled for request %s", note, err, req.ID)
+	}
+	if err := <-asked; err == nil {
+		t.Error("a withdrawn question returned an answer")
+	}
+}
