@@ -18,7 +18,7 @@ func (s *Server) observe(ctx context.Context, req mcp.CallToolRequest) context.C
 }
 
 // observeWith is observe with the session that answers the backends'
-// requests to the client during the call.
+// requests to the client during the call; nil answers none.
 func (s *Server) observeWith(ctx context.Context, req mcp.CallToolRequest, client *callClient) context.Context {
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
@@ -30,13 +30,15 @@ func (s *Server) observeWith(ctx context.Context, req mcp.CallToolRequest, clien
 		}
 	}
 	obs := &dispatch.Observer{
-		Client: client,
 		Log: func(raw json.RawMessage) {
 			var params map[string]any
 			if json.Unmarshal(s.opts.Scrubber.JSON(raw), &params) == nil && s.logWanted(ctx, params["level"]) {
 				send("notifications/message", params)
 			}
 		},
+	}
+	if client != nil {
+		obs.Client = client
 	}
 	if token != nil {
 		obs.Progress = func(progress float64, total *float64, message string) {
