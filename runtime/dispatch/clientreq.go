@@ -100,18 +100,29 @@ func rootsHint(method string) string {
 	return " (roots/list outside a call is answered only while exactly one client session with roots is connected)"
 }
 
-// RootsChanged forwards a client's notifications/roots/list_changed to
-// every connected backend: backends are shared, and each decides whether
-// to ask roots/list again. It returns the backends that could not be told.
-func (d *Dispatcher) RootsChanged(ctx context.Context) []string {
+// RootsChanged forwards client session sid's
+// notifications/roots/list_changed to every connected backend (backends
+// are shared, and each decides whether to ask roots/list again) and to
+// the backend sessions kiln opened for that client session alone. It
+// returns the backends that could not be told.
+func (d *Dispatcher) RootsChanged(ctx context.Context, sid string) []string {
 	d.mu.Lock()
 	conns := map[string]*backend.Conn{}
+	own := map[string]*backend.Conn{}
 	for name, s := range d.slots {
 		if s.state == StateHealthy && s.conn != nil {
 			conns[name] = s.conn
 		}
+		if sc := s.sessions[sid]; sid != "" && sc != nil && sc.conn != nil {
+			own[name] = sc.conn
+		}
 	}
 	d.mu.Unlock()
+	for name, c := range own {
+		if err := c.RootsChanged(ctx); err != nil {
+			d.log.Warn("could not forward roots/list_changed to a client session's own backend session", "backend", name, "err", err)
+		}
+	}
 	var failed []string
 	for name, c := range conns {
 		if err := c.RootsChanged(ctx); err != nil {

@@ -63,6 +63,51 @@ func init() {
 		text, _ := res.Content.(mcp.TextContent)
 		return mcp.NewGetPromptResult("sampled", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleAssistant, mcp.NewTextContent(text.Text))}), nil
 	})
+	// In "roots" mode the server asks its client for roots once it is
+	// initialized and whenever they change, as server-filesystem does;
+	// the roots tool waits for the n-th answer and tells it.
+	var rootsMu sync.Mutex
+	var rootsGot []string
+	rootsMore := make(chan struct{})
+	askRoots := func(ctx context.Context, _ mcp.JSONRPCNotification) {
+		if mode != "roots" {
+			return
+		}
+		go func() {
+			res, err := s.RequestRoots(ctx, mcp.ListRootsRequest{})
+			got := fmt.Sprint("error: ", err)
+			if err == nil {
+				var names []string
+				for _, r := range res.Roots {
+					names = append(names, r.Name)
+				}
+				got = "roots: " + strings.Join(names, ",")
+			}
+			rootsMu.Lock()
+			rootsGot = append(rootsGot, got)
+			close(rootsMore)
+			rootsMore = make(chan struct{})
+			rootsMu.Unlock()
+		}()
+	}
+	s.AddNotificationHandler("notifications/initialized", askRoots)
+	s.AddNotificationHandler("notifications/roots/list_changed", askRoots)
+	s.AddTool(mcp.NewTool("roots"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := req.GetInt("n", 1)
+		for {
+			rootsMu.Lock()
+			got, more := rootsGot, rootsMore
+			rootsMu.Unlock()
+			if len(got) >= n {
+				return mcp.NewToolResultText(got[n-1]), nil
+			}
+			select {
+			case <-more:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	})
 	s.AddResource(mcp.NewResource("sup://hang", "hang"), func(ctx context.Context, _ mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -132,7 +177,7 @@ func supervisedStarted(t *testing.T, mode string, tune func(*config.Config)) *Di
 	}
 	reg := registry.New()
 	var tools []manifest.Tool
-	for _, n := range []string{"pid", "die", "wait", "progress"} {
+	for _, n := range []string{"pid", "die", "wait", "progress", "roots"} {
 		tools = append(tools, manifest.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
 	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "sup", Tools: tools}, true); err != nil {
