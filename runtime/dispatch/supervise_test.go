@@ -55,6 +55,7 @@ func init() {
 		server.WithPromptCapabilities(false), server.WithResourceCapabilities(false, false), legacyAsks)
 	// A prompt that samples while it renders, as a tool may.
 	s.AddPrompt(mcp.NewPrompt("sampled"), func(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		//lint:ignore SA1019 a server that samples in-band, as servers before 2026-07-28 do
 		res, err := server.ServerFromContext(ctx).RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
 			Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("hi")}}, MaxTokens: 5}})
 		if err != nil {
