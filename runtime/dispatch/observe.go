@@ -19,6 +19,9 @@ type Observer struct {
 	Progress func(progress float64, total *float64, message string)
 	// Log gets the backend's notifications/message while the call runs.
 	Log func(params json.RawMessage)
+	// LogLevel is the least severe level Log wants, where the protocol
+	// asks per request (2026-07-28 backends); "" means info.
+	LogLevel string
 	// Client, when set, answers the backend's requests to the client
 	// (sampling, elicitation, roots) made while it serves the call.
 	Client ClientSession
@@ -139,6 +142,7 @@ func (o *observers) trackLocked(obs *Observer, backend string) (opts backendpkg.
 	}
 	o.byBackend[backend][tok] = obs
 	opts.Logs = obs.Log != nil
+	opts.LogLevel = obs.LogLevel
 	if obs.Progress != nil {
 		opts.ProgressToken = tok
 	}

@@ -40,6 +40,7 @@ func (s *Server) observeWith(ctx context.Context, req mcp.CallToolRequest, clien
 	if client != nil {
 		obs.Client = client
 	}
+	obs.LogLevel = s.logLevel(ctx)
 	if token != nil {
 		obs.Progress = func(progress float64, total *float64, message string) {
 			p := map[string]any{"progressToken": token, "progress": progress}
@@ -53,6 +54,18 @@ func (s *Server) observeWith(ctx context.Context, req mcp.CallToolRequest, clien
 		}
 	}
 	return dispatch.WithObserver(ctx, obs)
+}
+
+// logLevel is the least severe level the client that made the call asked
+// for, or "" when it named none.
+func (s *Server) logLevel(ctx context.Context) string {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return string(info.LogLevel)
+	}
+	if s.pass == nil {
+		return ""
+	}
+	return string(s.pass.logs.of(sessionID(ctx)))
 }
 
 // logWanted reports whether the client that made the call asked for a

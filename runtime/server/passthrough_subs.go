@@ -166,6 +166,13 @@ func (l *logState) set(session string, level mcp.LoggingLevel) string {
 	return l.level
 }
 
+// of returns the level session set, or "".
+func (l *logState) of(session string) mcp.LoggingLevel {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.levels[session]
+}
+
 // admits reports whether session asked for messages of level; a session
 // that never set a level gets what backends send.
 func (l *logState) admits(session string, level mcp.LoggingLevel) bool {

@@ -352,8 +352,10 @@ func TestCallLogsKeepTheClientsLevel(t *testing.T) {
 	modern := server.WithRequestProtocolInfo(unset, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28"})
 	modernWarn := server.WithRequestProtocolInfo(unset, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28", LogLevel: mcp.LoggingLevelWarning})
 
+	levels := map[string]string{}
 	logs := func(ctx context.Context, sess *connSession) []string {
 		obs := dispatch.ObserverFrom(s.observeWith(ctx, mcp.CallToolRequest{}, nil))
+		levels[sess.id+"/"+obs.LogLevel] = obs.LogLevel
 		for _, level := range []string{"debug", "info", "warning", "error"} {
 			obs.Log(json.RawMessage(`{"level":"` + level + `","data":"` + level + `"}`))
 		}
@@ -382,6 +384,11 @@ func TestCallLogsKeepTheClientsLevel(t *testing.T) {
 	want := []string{"level alpha debug", "level beta debug"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("levels forwarded to backends (-want +got):\n%s", diff)
+	}
+	// What a 2026-07-28 backend is asked for with each call.
+	wantLevels := map[string]string{"quiet/error": "error", "unset/": "", "unset/warning": "warning"}
+	if diff := cmp.Diff(wantLevels, levels); diff != "" {
+		t.Errorf("call log levels (-want +got):\n%s", diff)
 	}
 }
 
