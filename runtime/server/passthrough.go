@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -136,11 +137,19 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 	if len(kinds) == 0 {
 		// A (re)connected backend has forgotten kiln's subscriptions and
 		// log level. They are renewed even when a list fails (the lists
-		// are only what clients see), and on a context of their own: a
-		// slow list must not use up their time. Each request still keeps
-		// the backend's call timeout (dispatch).
+		// are only what clients see), within a budget of their own as
+		// long as the refresh's: a slow list must not use up their time.
+		var budget time.Duration
+		if dl, ok := ctx.Deadline(); ok {
+			budget = time.Until(dl)
+		}
 		defer func() {
 			rctx := context.WithoutCancel(ctx)
+			if budget > 0 {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithTimeout(rctx, budget)
+				defer cancel()
+			}
 			p.resubscribe(rctx, name)
 			p.logs.apply(rctx, s, name)
 		}()
