@@ -280,8 +280,12 @@ func (p *passthru) sync() {
 		}
 		routes = append(routes, rb)
 	}
-	p.table.Store(route.New(routes))
+	table := route.New(routes)
+	p.table.Store(table)
 	p.exposed.Store(&exposed)
+	for _, m := range p.subs.moved(table) {
+		go p.rehome(m.uri, m.from, m.to)
+	}
 	for _, w := range route.Problems(routes) {
 		if !p.warned(w) {
 			p.s.log.Warn("resource routing", "problem", w)

@@ -129,6 +129,50 @@ func (t *subscriptions) at(backend string) []string {
 	return out
 }
 
+// move is a subscribed URI whose owner changed.
+type move struct{ uri, from, to string }
+
+// moved returns the subscribed URIs that table gives another backend than
+// the one kiln subscribed at.
+func (t *subscriptions) moved(table *route.Table) []move {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []move
+	for uri, from := range t.owner {
+		if to, ok := table.Owner(uri); ok && to != from {
+			out = append(out, move{uri, from, to})
+		}
+	}
+	return out
+}
+
+// rehome moves kiln's subscription to uri from the backend that served it
+// to the one that serves it now (the first was removed, or stopped
+// listing it), so the sessions subscribed keep getting updates. The old
+// backend is unsubscribed if it is still there.
+func (p *passthru) rehome(uri, from, to string) {
+	defer p.subs.lock(uri)()
+	p.subs.mu.Lock()
+	still := p.subs.owner[uri] == from && len(p.subs.byURI[uri]) > 0
+	p.subs.mu.Unlock()
+	if !still || p.s.opts.Passthrough == nil {
+		return
+	}
+	// Each request keeps its backend's call timeout (dispatch).
+	ctx := context.Background()
+	if err := p.s.opts.Passthrough.Subscribe(ctx, to, uri); err != nil {
+		p.s.log.Warn("could not move a resource subscription to the backend that serves the URI now; its subscribers get no updates until they subscribe again",
+			"uri", uri, "from", from, "to", to, "err", err)
+		return
+	}
+	p.subs.mu.Lock()
+	p.subs.owner[uri] = to
+	p.subs.mu.Unlock()
+	if err := p.s.opts.Passthrough.Unsubscribe(ctx, from, uri); err != nil {
+		p.s.log.Debug("could not unsubscribe the backend that no longer serves a URI", "backend", from, "uri", uri, "err", err)
+	}
+}
+
 // logState is the log level forwarded to every backend, the level each
 // client session asked for, and the sessions backend logs go to.
 type logState struct {

@@ -411,3 +411,25 @@ func TestReconnectRenewsSubscriptionsWhenListingFails(t *testing.T) {
 		t.Errorf("backend calls after the reconnect (-want +got):\n%s", diff)
 	}
 }
+
+// A subscribed URI whose owner changes (the backend that served it was
+// removed or stopped listing it, and another serves it) follows it: kiln
+// subscribes at the new owner, and the new owner's updates reach the
+// sessions that subscribed.
+func TestSubscriptionFollowsTheURIsOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := newPassthroughServer(t)
+		if err := s.pass.subscribe(t.Context(), "s1", "shared://x"); err != nil {
+			t.Fatal(err)
+		}
+		s.Forget("alpha") // beta serves shared://x too
+		synctest.Wait()
+		want := []string{"subscribe alpha shared://x", "subscribe beta shared://x", "unsubscribe alpha shared://x"}
+		if diff := cmp.Diff(want, f.calls); diff != "" {
+			t.Errorf("backend calls (-want +got):\n%s", diff)
+		}
+		if got := s.pass.subs.sessions("beta", "shared://x"); !slices.Equal(got, []string{"s1"}) {
+			t.Errorf("beta's updates of shared://x reach %v, want [s1]", got)
+		}
+	})
+}
