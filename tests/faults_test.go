@@ -251,9 +251,15 @@ func TestFaultUncompiledBackendServedLive(t *testing.T) {
 	}
 }
 
-// TestFaultProgressUnderClientToken: progress reaches the client under its own token.
+// TestFaultProgressUnderClientToken: progress reaches the client under its own token, and the
+// backend's log message at the level the client asked for.
 func TestFaultProgressUnderClientToken(t *testing.T) {
 	k, dir := startFaultCase(t, "")
+	// A 2026-07-28 client gets log messages only at the level it names.
+	//lint:ignore SA1019 on 2026-07-28 mcp-go sends the level in each request's _meta
+	if err := k.c.SetLevel(t.Context(), mcpgo.SetLevelRequest{Params: mcpgo.SetLevelParams{Level: mcpgo.LoggingLevelInfo}}); err != nil {
+		t.Fatal(err)
+	}
 	r := k.call(t.Context(), "call_tool_chain", map[string]any{"code": `{"tool":"f1.progress","arguments":{"steps":3,"ms":100}}`}, "client-token-7")
 	if r.IsError {
 		t.Fatal(r.Text())

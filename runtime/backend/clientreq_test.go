@@ -87,3 +87,29 @@ func TestClientCapabilitiesOnlyWhenForwarded(t *testing.T) {
 		})
 	}
 }
+
+// A 2026-07-28 backend logs at the level each request names: a call
+// carries the level its caller asked for, info when it named none.
+func TestCallCarriesTheCallersLogLevel(t *testing.T) {
+	c, err := DialTimeout(t.Context(), stdioConfig(t, "levels"), 20*time.Second, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		opts CallOptions
+		want string
+	}{
+		{CallOptions{}, "none"},
+		{CallOptions{Logs: true}, "info"},
+		{CallOptions{Logs: true, LogLevel: "debug"}, "debug"},
+	} {
+		r, err := c.CallTool(t.Context(), "loglevel", nil, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.TextContent(); got != tc.want {
+			t.Errorf("call with %+v asked for log level %q, want %q", tc.opts, got, tc.want)
+		}
+	}
+}

@@ -238,6 +238,8 @@ type CallOptions struct {
 	// log level to the request (2026-07-28); earlier sessions get a level
 	// once, at connect.
 	Logs bool
+	// LogLevel is the least severe level Logs asks for; "" means info.
+	LogLevel string
 }
 
 // CallTool calls one tool and returns the backend's result as sent. A
@@ -272,7 +274,11 @@ func (c *Conn) callSDK(ctx context.Context, tool string, args json.RawMessage, o
 		if params.Meta == nil {
 			params.Meta = &mcp.Meta{}
 		}
-		params.Meta.AdditionalFields = map[string]any{mcp.MetaKeyLogLevel: "info"}
+		level := opts.LogLevel
+		if level == "" {
+			level = string(mcp.LoggingLevelInfo)
+		}
+		params.Meta.AdditionalFields = map[string]any{mcp.MetaKeyLogLevel: level}
 	}
 	for k, v := range propagation(ctx) {
 		if params.Meta == nil {

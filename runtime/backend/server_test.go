@@ -120,6 +120,22 @@ func init() {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case "levels":
+		// Offers logging, and tells the log level each call asked for.
+		s := testServer()
+		server.WithLogging()(s)
+		s.AddTool(mcp.NewTool("loglevel", mcp.WithDescription("Returns the log level the request asked for.")),
+			func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				level := "none"
+				if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.LogLevel != "" {
+					level = string(info.LogLevel)
+				}
+				return mcp.NewToolResultText(level), nil
+			})
+		if err := server.ServeStdio(s); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "noisy":
 		// Every message comes after lines a client must survive: not
 		// JSON, cut short, a response to a call never made, a notification

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -60,12 +61,23 @@ func (d *Dispatcher) clientRequestOn(ctx context.Context, name, key, method stri
 			sessions[obs.Client.SessionID()] = obs.Client
 		}
 	}
-	d.obs.mu.Unlock()
 	if len(sessions) == 1 {
-		for _, c := range sessions {
-			return c.ClientRequest(ctx, method, params)
+		var c ClientSession
+		for _, only := range sessions {
+			c = only
 		}
+		qctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		end := d.obs.askLocked(key, &question{session: c.SessionID(), cancel: cancel})
+		d.obs.mu.Unlock()
+		defer end()
+		res, err := c.ClientRequest(qctx, method, params)
+		if err != nil && errors.Is(context.Cause(qctx), errCallsEnded) {
+			return nil, fmt.Errorf("kiln withdrew %s from backend %q: %w", method, name, errCallsEnded)
+		}
+		return res, err
 	}
+	d.obs.mu.Unlock()
 	if len(sessions) > 1 {
 		d.log.Warn("backend request refused: calls from several client sessions in flight", "backend", name, "method", method, "sessions", len(sessions))
 		return nil, fmt.Errorf("kiln refused %s from backend %q: it arrived while the backend served calls from %d client sessions, and the backend's transport does not say which call it belongs to, so kiln will not guess whom to ask. "+
@@ -88,18 +100,29 @@ func rootsHint(method string) string {
 	return " (roots/list outside a call is answered only while exactly one client session with roots is connected)"
 }
 
-// RootsChanged forwards a client's notifications/roots/list_changed to
-// every connected backend: backends are shared, and each decides whether
-// to ask roots/list again. It returns the backends that could not be told.
-func (d *Dispatcher) RootsChanged(ctx context.Context) []string {
+// RootsChanged forwards client session sid's
+// notifications/roots/list_changed to every connected backend (backends
+// are shared, and each decides whether to ask roots/list again) and to
+// the backend sessions kiln opened for that client session alone. It
+// returns the backends that could not be told.
+func (d *Dispatcher) RootsChanged(ctx context.Context, sid string) []string {
 	d.mu.Lock()
 	conns := map[string]*backend.Conn{}
+	own := map[string]*backend.Conn{}
 	for name, s := range d.slots {
 		if s.state == StateHealthy && s.conn != nil {
 			conns[name] = s.conn
 		}
+		if sc := s.sessions[sid]; sid != "" && sc != nil && sc.conn != nil {
+			own[name] = sc.conn
+		}
 	}
 	d.mu.Unlock()
+	for name, c := range own {
+		if err := c.RootsChanged(ctx); err != nil {
+			d.log.Warn("could not forward roots/list_changed to a client session's own backend session", "backend", name, "err", err)
+		}
+	}
 	var failed []string
 	for name, c := range conns {
 		if err := c.RootsChanged(ctx); err != nil {

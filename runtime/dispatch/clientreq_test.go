@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 )
 
 // session stands in for the server's per-call client session (the real
@@ -115,4 +116,49 @@ func TestSessionOwnership(t *testing.T) {
 	} else {
 		done()
 	}
+}
+
+// waiter is a client session that never answers: its question ends only
+// when kiln withdraws it.
+type waiter struct{ asked chan struct{} }
+
+func (w *waiter) ClientRequest(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	close(w.asked)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (w *waiter) SessionID() string { return "ada" }
+
+// A question a stdio backend asked during a call is withdrawn when the
+// last call of the session it went to ends on that backend (the client
+// canceled it, or it timed out): the backend no longer waits for the
+// answer (mcp-go's client ignores the backend's notifications/cancelled
+// for it), and the client must not be left asking its user for 10 minutes.
+func TestQuestionEndsWithItsSessionsCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDispatcher(t)
+		w := &waiter{asked: make(chan struct{})}
+		ctx := WithObserver(t.Context(), &Observer{Client: w})
+		_, first := d.obs.track(ctx, "b")
+		_, second := d.obs.track(ctx, "b")
+		answered := make(chan error, 1)
+		go func() {
+			_, err := d.clientRequest(t.Context(), "b", "elicitation/create", json.RawMessage(`{}`))
+			answered <- err
+		}()
+		<-w.asked
+		first()
+		synctest.Wait()
+		select {
+		case err := <-answered:
+			t.Fatalf("the question ended with one of the session's two calls: %v", err)
+		default:
+		}
+		second()
+		err := <-answered
+		if err == nil || !strings.Contains(err.Error(), "ended") {
+			t.Errorf("question after its session's calls ended: %v; want it withdrawn, saying why", err)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 
@@ -18,6 +19,9 @@ type Observer struct {
 	Progress func(progress float64, total *float64, message string)
 	// Log gets the backend's notifications/message while the call runs.
 	Log func(params json.RawMessage)
+	// LogLevel is the least severe level Log wants, where the protocol
+	// asks per request (2026-07-28 backends); "" means info.
+	LogLevel string
 	// Client, when set, answers the backend's requests to the client
 	// (sampling, elicitation, roots) made while it serves the call.
 	Client ClientSession
@@ -37,6 +41,62 @@ type observers struct {
 	mu        sync.Mutex
 	next      int64
 	byBackend map[string]map[string]*Observer // backend -> token -> observer
+	// questions are backends' requests routed to the session of the calls
+	// in flight (clientRequestOn), by the key their calls are tracked
+	// under; each is withdrawn when the last of its session's calls there
+	// ends.
+	questions map[string]map[*question]bool
+}
+
+// question is one routed backend request still waiting for its client.
+type question struct {
+	session string
+	cancel  context.CancelCauseFunc
+}
+
+// errCallsEnded withdraws a question whose calls all ended: the backend
+// that asked gave up on them, and its stdio or SSE transport gives kiln
+// no other sign that it stopped waiting.
+var errCallsEnded = errors.New("every call of the client session it was routed to has ended on this backend")
+
+// askLocked registers q under key until the returned func runs. Called
+// with o.mu held.
+func (o *observers) askLocked(key string, q *question) func() {
+	if o.questions == nil {
+		o.questions = map[string]map[*question]bool{}
+	}
+	if o.questions[key] == nil {
+		o.questions[key] = map[*question]bool{}
+	}
+	o.questions[key][q] = true
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		delete(o.questions[key], q)
+		if len(o.questions[key]) == 0 {
+			delete(o.questions, key)
+		}
+	}
+}
+
+// withdrawLocked ends the questions under key whose session has no call
+// left there. Called with o.mu held.
+func (o *observers) withdrawLocked(key string) {
+	if len(o.questions[key]) == 0 {
+		return
+	}
+	left := map[string]bool{}
+	for _, obs := range o.byBackend[key] {
+		if obs.Client != nil {
+			left[obs.Client.SessionID()] = true
+		}
+	}
+	for q := range o.questions[key] {
+		if !left[q.session] {
+			q.cancel(errCallsEnded)
+			delete(o.questions[key], q)
+		}
+	}
 }
 
 // track registers ctx's observer for one call on backend and returns what
@@ -82,6 +142,7 @@ func (o *observers) trackLocked(obs *Observer, backend string) (opts backendpkg.
 	}
 	o.byBackend[backend][tok] = obs
 	opts.Logs = obs.Log != nil
+	opts.LogLevel = obs.LogLevel
 	if obs.Progress != nil {
 		opts.ProgressToken = tok
 	}
@@ -89,6 +150,7 @@ func (o *observers) trackLocked(obs *Observer, backend string) (opts backendpkg.
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		delete(o.byBackend[backend], tok)
+		o.withdrawLocked(backend)
 	}
 }
 

@@ -3,7 +3,10 @@ package dispatch
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -13,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
@@ -152,4 +156,58 @@ func alive(pid int) bool {
 	}
 	_, rest, _ := strings.Cut(string(stat), ") ")
 	return !strings.HasPrefix(rest, "Z")
+}
+
+// rooter is an in-band client session whose roots are named as it says.
+type rooter struct {
+	asker
+	mu    sync.Mutex
+	roots string
+	asked chan string // each answer's roots
+}
+
+func (r *rooter) ClientRequest(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	if method != "roots/list" {
+		return nil, fmt.Errorf("unexpected %s", method)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.asked <- r.roots
+	return json.RawMessage(`{"roots":[{"uri":"file:///` + r.roots + `","name":"` + r.roots + `"}]}`), nil
+}
+
+// A backend session kiln opened for one client session belongs to that
+// session alone: the client's notifications/roots/list_changed reaches
+// it, and what it asks outside any call (roots/list then, as
+// server-filesystem does) goes to that client.
+func TestOwnSessionFollowsItsOwnersRoots(t *testing.T) {
+	d := supervised(t, "roots", func(c *config.Config) { c.Backends[0].Timeout = 5 * time.Second })
+	inFlight(t, d, "sup", &session{id: "ada"}) // bob needs a session of his own
+	bob := &rooter{asker: asker{session{id: "bob"}}, roots: "first", asked: make(chan string, 4)}
+	roots := func(n int) string {
+		t.Helper()
+		res, err := d.CallTool(WithObserver(t.Context(), &Observer{Client: bob}), "sup", "roots", json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)))
+		if err != nil {
+			t.Fatalf("roots answer %d: %v", n, err)
+		}
+		return res.TextContent()
+	}
+	if got := roots(1); got != "roots: first" {
+		t.Fatalf("bob's backend session got %q when it started, want bob's roots", got)
+	}
+	bob.mu.Lock()
+	bob.roots = "second"
+	bob.mu.Unlock()
+	d.RootsChanged(t.Context(), "bob")
+	// Asked again while none of bob's calls is in flight: only the
+	// session's owner can answer.
+	<-bob.asked
+	select {
+	case <-bob.asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("bob's backend session asked for roots after they changed, and bob was never asked")
+	}
+	if got := roots(2); got != "roots: second" {
+		t.Errorf("after bob's roots changed his backend session got %q, want his new roots", got)
+	}
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -48,7 +49,70 @@ func init() {
 			awaitGate(os.Getenv("KILN_TEST_GATE"))
 		}
 	}
-	s := server.NewMCPServer("supervised", "1", server.WithToolCapabilities(true))
+	//lint:ignore SA1019 a server that asks in-band, as servers before 2026-07-28 do
+	legacyAsks := server.WithLegacyServerInitiatedRequests()
+	s := server.NewMCPServer("supervised", "1", server.WithToolCapabilities(true),
+		server.WithPromptCapabilities(false), server.WithResourceCapabilities(false, false), legacyAsks)
+	// A prompt that samples while it renders, as a tool may.
+	s.AddPrompt(mcp.NewPrompt("sampled"), func(ctx context.Context, _ mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		//lint:ignore SA1019 a server that samples in-band, as servers before 2026-07-28 do
+		res, err := server.ServerFromContext(ctx).RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
+			Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("hi")}}, MaxTokens: 5}})
+		if err != nil {
+			return nil, err
+		}
+		text, _ := res.Content.(mcp.TextContent)
+		return mcp.NewGetPromptResult("sampled", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleAssistant, mcp.NewTextContent(text.Text))}), nil
+	})
+	// In "roots" mode the server asks its client for roots once it is
+	// initialized and whenever they change, as server-filesystem does;
+	// the roots tool waits for the n-th answer and tells it.
+	var rootsMu sync.Mutex
+	var rootsGot []string
+	rootsMore := make(chan struct{})
+	askRoots := func(ctx context.Context, _ mcp.JSONRPCNotification) {
+		if mode != "roots" {
+			return
+		}
+		go func() {
+			res, err := s.RequestRoots(ctx, mcp.ListRootsRequest{})
+			got := fmt.Sprint("error: ", err)
+			if err == nil {
+				var names []string
+				for _, r := range res.Roots {
+					names = append(names, r.Name)
+				}
+				got = "roots: " + strings.Join(names, ",")
+			}
+			rootsMu.Lock()
+			rootsGot = append(rootsGot, got)
+			close(rootsMore)
+			rootsMore = make(chan struct{})
+			rootsMu.Unlock()
+		}()
+	}
+	s.AddNotificationHandler("notifications/initialized", askRoots)
+	s.AddNotificationHandler("notifications/roots/list_changed", askRoots)
+	s.AddTool(mcp.NewTool("roots"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := req.GetInt("n", 1)
+		for {
+			rootsMu.Lock()
+			got, more := rootsGot, rootsMore
+			rootsMu.Unlock()
+			if len(got) >= n {
+				return mcp.NewToolResultText(got[n-1]), nil
+			}
+			select {
+			case <-more:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	})
+	s.AddResource(mcp.NewResource("sup://hang", "hang"), func(ctx context.Context, _ mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
 	s.AddTool(mcp.NewTool("pid"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText(strconv.Itoa(os.Getpid())), nil
 	})
@@ -114,7 +178,7 @@ func supervisedStarted(t *testing.T, mode string, tune func(*config.Config)) *Di
 	}
 	reg := registry.New()
 	var tools []manifest.Tool
-	for _, n := range []string{"pid", "die", "wait", "progress"} {
+	for _, n := range []string{"pid", "die", "wait", "progress", "roots"} {
 		tools = append(tools, manifest.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
 	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "sup", Tools: tools}, true); err != nil {
@@ -412,5 +476,43 @@ func TestFirstCallToAToolNotYetListedWaitsForTheBackend(t *testing.T) {
 	// Once connected, an unknown tool is reported at once, without a refresh.
 	if _, err := d.CallTool(t.Context(), "sup", "nope", nil); CodeOf(err) != CodeNotFound || refreshed != 1 {
 		t.Errorf("unknown tool on a connected backend: %v (refreshes %d)", err, refreshed)
+	}
+}
+
+// sampler answers sampling requests as the client session it names.
+type sampler struct{ id string }
+
+func (s sampler) ClientRequest(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+	if method != "sampling/createMessage" {
+		return nil, fmt.Errorf("unexpected %s", method)
+	}
+	return json.RawMessage(`{"role":"assistant","model":"m","content":{"type":"text","text":"sampled by ` + s.id + `"}}`), nil
+}
+
+func (s sampler) SessionID() string { return s.id }
+
+// A backend that asks its client something while it renders a prompt
+// (not only during a tool call) has the question routed to the client
+// that asked for the prompt, as it would be talking to it directly.
+func TestPromptQuestionReachesItsCaller(t *testing.T) {
+	d := supervised(t, "serve", nil)
+	ctx := WithObserver(t.Context(), &Observer{Client: sampler{"ada"}})
+	raw, err := d.GetPrompt(ctx, "sup", "sampled", nil)
+	if err != nil {
+		t.Fatalf("prompts/get of a prompt that samples: %v", err)
+	}
+	if !strings.Contains(string(raw), "sampled by ada") {
+		t.Errorf("prompts/get = %s, want ada's sampled text", raw)
+	}
+}
+
+// A resource read that outlives the backend's timeout fails with an
+// error that names the timeout and what to do, as a tool call's does.
+func TestSlowReadSaysWhatToDo(t *testing.T) {
+	d := supervised(t, "serve", func(cfg *config.Config) { cfg.Backends[0].Timeout = 300 * time.Millisecond })
+	_, err := d.ReadResource(t.Context(), "sup", "sup://hang")
+	var de *Error
+	if !errors.As(err, &de) || de.Code != CodeTimeout || !strings.Contains(err.Error(), "backends.sup.timeout") {
+		t.Errorf("read past the timeout: %v; want a timeout error naming backends.sup.timeout", err)
 	}
 }

@@ -213,7 +213,7 @@ func (s *Server) SoleClient() dispatch.ClientSession {
 // slow to take it).
 func (s *Server) rootsChanged(ctx context.Context, _ mcp.JSONRPCNotification) {
 	if s.opts.RootsChanged != nil {
-		go s.opts.RootsChanged(context.WithoutCancel(ctx))
+		go s.opts.RootsChanged(context.WithoutCancel(ctx), sessionID(ctx))
 	}
 }
 

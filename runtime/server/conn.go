@@ -29,6 +29,7 @@ func (s *Server) ServeConn(ctx context.Context, in io.Reader, out io.Writer) err
 		notifications: make(chan mcp.JSONRPCNotification, 100),
 		out:           out,
 		pending:       map[int64]chan connReply{},
+		gone:          make(chan struct{}),
 	}
 	if err := s.mcp.RegisterSession(ctx, sess); err != nil {
 		return fmt.Errorf("register session: %w", err)
@@ -40,7 +41,10 @@ func (s *Server) ServeConn(ctx context.Context, in io.Reader, out io.Writer) err
 	defer cancel()
 	var handlers sync.WaitGroup
 	defer handlers.Wait()
-	defer cancel() // runs first: releases handlers blocked on the session
+	defer cancel() // releases handlers blocked on the session
+	// Runs first: a question still waiting for this client (a backend's,
+	// which may outlive the call) can no longer be answered.
+	defer close(sess.gone)
 	go sess.forwardNotifications(ctx, s)
 
 	r := bufio.NewReader(in)
@@ -132,6 +136,8 @@ type connSession struct {
 	nextID  atomic.Int64
 	pmu     sync.Mutex
 	pending map[int64]chan connReply
+	// gone is closed when the connection ends.
+	gone chan struct{}
 }
 
 type connReply struct {
@@ -229,7 +235,15 @@ func (c *connSession) ask(ctx context.Context, method string, params any) (json.
 	c.writeLine(b)
 	select {
 	case <-ctx.Done():
+		// The client may be showing its user the question: tell it the
+		// question is withdrawn.
+		if n, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": mcp.MethodNotificationCancelled,
+			"params": map[string]any{"requestId": id, "reason": context.Cause(ctx).Error()}}); err == nil {
+			c.writeLine(n)
+		}
 		return nil, ctx.Err()
+	case <-c.gone:
+		return nil, fmt.Errorf("the client disconnected before it answered %s", method)
 	case r := <-reply:
 		return r.result, r.err
 	}

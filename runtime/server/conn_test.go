@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -130,5 +133,91 @@ func TestServeConnAnswersParseErrors(t *testing.T) {
 	cliEnd.Close()
 	if err := <-done; err != nil {
 		t.Errorf("ServeConn: %v", err)
+	}
+}
+
+// A question kiln asked a connection's client fails as soon as the
+// connection closes: nobody is left to answer it, and the backend that
+// asked must not wait out its timeout (a stdio backend's question has
+// none of its own, so it waited exchangeIdle).
+func TestServeConnQuestionEndsWithTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{Version: "test", Registry: registry.New(),
+			Config: &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway()}})
+		srvEnd, cliEnd := net.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- s.ServeConn(context.Background(), srvEnd, srvEnd) }()
+		synctest.Wait()
+		s.sessions.mu.Lock()
+		var sess *connSession
+		for _, cs := range s.sessions.all {
+			sess = cs.(*connSession)
+		}
+		s.sessions.mu.Unlock()
+		asked := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(s.mcp.WithContext(context.Background(), sess), exchangeIdle)
+			defer cancel()
+			_, err := s.askSession(ctx, string(mcp.MethodListRoots), nil)
+			asked <- err
+		}()
+		line, err := bufio.NewReader(cliEnd).ReadString('\n')
+		if err != nil || !strings.Contains(line, `"roots/list"`) {
+			t.Fatalf("client read %q, %v; want the roots/list request", line, err)
+		}
+		cliEnd.Close() // the client goes away without answering
+		if err := <-served; err != nil {
+			t.Errorf("ServeConn: %v", err)
+		}
+		err = <-asked
+		if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "disconnected") {
+			t.Errorf("question to a closed connection ended with %v; want it refused as disconnected at once", err)
+		}
+	})
+}
+
+// A question kiln gives up on (its backend's calls ended) is withdrawn at
+// the client with notifications/cancelled, so the client stops asking its
+// user.
+func TestServeConnWithdrawnQuestionIsCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { withdrawnQuestion(t) })
+}
+
+func withdrawnQuestion(t *testing.T) {
+	s := New(Options{Version: "test", Registry: registry.New(),
+		Config: &config.Config{Path: "kiln.yaml", Gateway: config.DefaultGateway()}})
+	srvEnd, cliEnd := net.Pipe()
+	defer cliEnd.Close()
+	go func() { _ = s.ServeConn(t.Context(), srvEnd, srvEnd) }()
+	synctest.Wait()
+	var sess *connSession
+	s.sessions.mu.Lock()
+	for _, cs := range s.sessions.all {
+		sess = cs.(*connSession)
+	}
+	s.sessions.mu.Unlock()
+	ctx, cancel := context.WithCancel(s.mcp.WithContext(t.Context(), sess))
+	asked := make(chan error, 1)
+	go func() {
+		_, err := s.askSession(ctx, string(mcp.MethodElicitationCreate), json.RawMessage(`{"message":"name?","requestedSchema":{"type":"object"}}`))
+		asked <- err
+	}()
+	dec := json.NewDecoder(cliEnd)
+	var req, note struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			RequestID json.RawMessage `json:"requestId"`
+		} `json:"params"`
+	}
+	if err := dec.Decode(&req); err != nil || req.Method != string(mcp.MethodElicitationCreate) {
+		t.Fatalf("client read %+v, %v; want the elicitation", req, err)
+	}
+	cancel()
+	if err := dec.Decode(&note); err != nil || note.Method != string(mcp.MethodNotificationCancelled) || string(note.Params.RequestID) != string(req.ID) {
+		t.Errorf("after the question was withdrawn the client read %+v, %v; want notifications/cancelled for request %s", note, err, req.ID)
+	}
+	if err := <-asked; err == nil {
+		t.Error("a withdrawn question returned an answer")
 	}
 }

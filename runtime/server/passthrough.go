@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -133,6 +134,26 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 	mu, _ := p.refreshing.LoadOrStore(name, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
+	if len(kinds) == 0 {
+		// A (re)connected backend has forgotten kiln's subscriptions and
+		// log level. They are renewed even when a list fails (the lists
+		// are only what clients see), within a budget of their own as
+		// long as the refresh's: a slow list must not use up their time.
+		var budget time.Duration
+		if dl, ok := ctx.Deadline(); ok {
+			budget = time.Until(dl)
+		}
+		defer func() {
+			rctx := context.WithoutCancel(ctx)
+			if budget > 0 {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithTimeout(rctx, budget)
+				defer cancel()
+			}
+			p.resubscribe(rctx, name)
+			p.logs.apply(rctx, s, name)
+		}()
+	}
 	p.mu.Lock()
 	o := p.offers[name]
 	p.mu.Unlock()
@@ -155,12 +176,6 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 	p.mu.Unlock()
 	p.noteDrift(name, o)
 	p.sync()
-	if len(kinds) == 0 {
-		// A (re)connected backend has forgotten kiln's subscriptions and
-		// log level.
-		p.resubscribe(ctx, name)
-		p.logs.apply(ctx, s, name)
-	}
 	return nil
 }
 
@@ -265,8 +280,12 @@ func (p *passthru) sync() {
 		}
 		routes = append(routes, rb)
 	}
-	p.table.Store(route.New(routes))
+	table := route.New(routes)
+	p.table.Store(table)
 	p.exposed.Store(&exposed)
+	for _, m := range p.subs.moved(table) {
+		go p.rehome(m.uri, m.from, m.to)
+	}
 	for _, w := range route.Problems(routes) {
 		if !p.warned(w) {
 			p.s.log.Warn("resource routing", "problem", w)

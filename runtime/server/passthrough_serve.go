@@ -49,6 +49,18 @@ type rawContent struct {
 // MarshalJSON returns the backend's bytes.
 func (r rawContent) MarshalJSON() ([]byte, error) { return r.raw, nil }
 
+// observed routes what a backend asks the client or logs while it serves
+// a client's resources/read, prompts/get or completion to that client, as
+// during a tool call. A 2026-07-28 request cannot be sent requests (its
+// prompt rounds pass through instead, round.go): only its logs are routed.
+func (p *passthru) observed(ctx context.Context) context.Context {
+	var client *callClient
+	if !modern(ctx) {
+		client = p.s.newCallClient(ctx, nil)
+	}
+	return p.s.observeWith(ctx, mcp.CallToolRequest{}, client)
+}
+
 // read serves resources/read of a backend resource: the SDK matched the
 // URI to one of the registered lists, and the routing table says which
 // backend owns it (the first declared when several claim it).
@@ -58,7 +70,7 @@ func (p *passthru) read(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 	if !ok || p.s.opts.Passthrough == nil {
 		return nil, fmt.Errorf("handler not found for resource URI '%s': %w", uri, server.ErrResourceNotFound)
 	}
-	raw, err := p.s.opts.Passthrough.ReadResource(ctx, owner, uri)
+	raw, err := p.s.opts.Passthrough.ReadResource(p.observed(ctx), owner, uri)
 	if err != nil {
 		return nil, p.backendErr(err)
 	}
@@ -87,7 +99,7 @@ func (p *passthru) prompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	if round != nil {
 		ctx = withRound(ctx, round)
 	}
-	raw, err := p.s.opts.Passthrough.GetPrompt(ctx, ref.backend, ref.name, req.Params.Arguments)
+	raw, err := p.s.opts.Passthrough.GetPrompt(p.observed(ctx), ref.backend, ref.name, req.Params.Arguments)
 	if err != nil {
 		if round != nil && round.Err != nil {
 			relayError(ctx, round.Err)
@@ -135,7 +147,7 @@ func (p *passthru) backendErr(err error) error {
 // complete forwards a completion request to the backend that owns ref,
 // reporting false when no backend does.
 func (p *passthru) complete(ctx context.Context, ref backend.CompleteRef, owner string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
-	raw, err := p.s.opts.Passthrough.Complete(ctx, owner, ref, arg.Name, arg.Value, cc.Arguments)
+	raw, err := p.s.opts.Passthrough.Complete(p.observed(ctx), owner, ref, arg.Name, arg.Value, cc.Arguments)
 	if err != nil {
 		return nil, p.backendErr(err)
 	}

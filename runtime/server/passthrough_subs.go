@@ -129,16 +129,102 @@ func (t *subscriptions) at(backend string) []string {
 	return out
 }
 
-// logState is the log level clients asked for, forwarded to every
-// backend, and the sessions backend logs go to.
+// move is a subscribed URI whose owner changed.
+type move struct{ uri, from, to string }
+
+// moved returns the subscribed URIs that table gives another backend than
+// the one kiln subscribed at.
+func (t *subscriptions) moved(table *route.Table) []move {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []move
+	for uri, from := range t.owner {
+		if to, ok := table.Owner(uri); ok && to != from {
+			out = append(out, move{uri, from, to})
+		}
+	}
+	return out
+}
+
+// rehome moves kiln's subscription to uri from the backend that served it
+// to the one that serves it now (the first was removed, or stopped
+// listing it), so the sessions subscribed keep getting updates. The old
+// backend is unsubscribed if it is still there.
+func (p *passthru) rehome(uri, from, to string) {
+	defer p.subs.lock(uri)()
+	p.subs.mu.Lock()
+	still := p.subs.owner[uri] == from && len(p.subs.byURI[uri]) > 0
+	p.subs.mu.Unlock()
+	if !still || p.s.opts.Passthrough == nil {
+		return
+	}
+	// Each request keeps its backend's call timeout (dispatch).
+	ctx := context.Background()
+	if err := p.s.opts.Passthrough.Subscribe(ctx, to, uri); err != nil {
+		p.s.log.Warn("could not move a resource subscription to the backend that serves the URI now; its subscribers get no updates until they subscribe again",
+			"uri", uri, "from", from, "to", to, "err", err)
+		return
+	}
+	p.subs.mu.Lock()
+	p.subs.owner[uri] = to
+	p.subs.mu.Unlock()
+	if err := p.s.opts.Passthrough.Unsubscribe(ctx, from, uri); err != nil {
+		p.s.log.Debug("could not unsubscribe the backend that no longer serves a URI", "backend", from, "uri", uri, "err", err)
+	}
+}
+
+// logState is the log level forwarded to every backend, the level each
+// client session asked for, and the sessions backend logs go to.
 type logState struct {
-	mu       sync.Mutex
-	level    string
+	mu    sync.Mutex
+	level string
+	// levels holds each session's logging/setLevel. Backends are shared,
+	// so they get the most verbose level any session asked for, and each
+	// session's messages are filtered to its own level.
+	levels   map[string]mcp.LoggingLevel
 	sessions map[string]bool
 	warned   map[string]bool // routing warnings already logged; guarded by passthru.mu
 }
 
-func (l *logState) init() { l.sessions = map[string]bool{} }
+func (l *logState) init() {
+	l.sessions = map[string]bool{}
+	l.levels = map[string]mcp.LoggingLevel{}
+}
+
+// set records session's level and returns the level backends should get,
+// or "" when it is unchanged.
+func (l *logState) set(session string, level mcp.LoggingLevel) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.levels[session] = level
+	most := level
+	for _, lv := range l.levels {
+		if most.ShouldSendTo(lv) {
+			most = lv
+		}
+	}
+	if string(most) == l.level {
+		return ""
+	}
+	l.level = string(most)
+	return l.level
+}
+
+// of returns the level session set, or "".
+func (l *logState) of(session string) mcp.LoggingLevel {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.levels[session]
+}
+
+// admits reports whether session asked for messages of level; a session
+// that never set a level gets what backends send.
+func (l *logState) admits(session string, level mcp.LoggingLevel) bool {
+	l.mu.Lock()
+	floor, ok := l.levels[session]
+	l.mu.Unlock()
+	return !ok || level.ShouldSendTo(floor)
+}
 
 // apply sends the level clients asked for to one backend.
 func (l *logState) apply(ctx context.Context, s *Server, name string) {
@@ -191,18 +277,30 @@ func (p *passthru) hook(h *server.Hooks) {
 			Params struct {
 				URI           string                 `json:"uri"`
 				Notifications mcp.SubscriptionFilter `json:"notifications"`
+				Meta          *mcp.Meta              `json:"_meta"`
 			} `json:"params"`
 		}
 		if json.Unmarshal(raw, &req) != nil {
 			return nil
 		}
+		// The hook runs before the SDK reads the request's era, and the
+		// SDK refuses each of these methods in the other era (2026-07-28
+		// removed resources/(un)subscribe): a subscription forwarded for a
+		// refused request is one nothing would ever end.
+		modern := mcp.IsModernProtocol(req.Params.Meta.ProtocolVersion())
 		switch req.Method {
 		case string(mcp.MethodSubscriptionsListen):
-			return p.listen(ctx, req.ID, req.Params.Notifications.ResourceSubscriptions)
+			if modern {
+				return p.listen(ctx, req.ID, req.Params.Notifications.ResourceSubscriptions)
+			}
 		case string(mcp.MethodResourcesSubscribe):
-			return p.subscribe(ctx, sessionID(ctx), req.Params.URI)
+			if !modern {
+				return p.subscribe(ctx, sessionID(ctx), req.Params.URI)
+			}
 		case string(mcp.MethodResourcesUnsubscribe):
-			p.unsubscribe(ctx, sessionID(ctx), req.Params.URI)
+			if !modern {
+				p.unsubscribe(ctx, sessionID(ctx), req.Params.URI)
+			}
 		}
 		return nil
 	})
@@ -214,16 +312,14 @@ func (p *passthru) hook(h *server.Hooks) {
 	h.AddOnUnregisterSession(func(ctx context.Context, cs server.ClientSession) {
 		p.logs.mu.Lock()
 		delete(p.logs.sessions, cs.SessionID())
+		delete(p.logs.levels, cs.SessionID())
 		p.logs.mu.Unlock()
 		for _, uri := range p.subs.uris(cs.SessionID()) {
 			p.unsubscribe(context.WithoutCancel(ctx), cs.SessionID(), uri)
 		}
 	})
 	h.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
-		p.logs.mu.Lock()
-		p.logs.level = string(req.Params.Level)
-		p.logs.mu.Unlock()
-		if p.s.opts.Passthrough == nil {
+		if p.logs.set(sessionID(ctx), req.Params.Level) == "" || p.s.opts.Passthrough == nil {
 			return
 		}
 		for _, name := range p.backendNames() {
@@ -275,7 +371,10 @@ func (p *passthru) listen(ctx context.Context, id json.RawMessage, uris []string
 	}
 	var subID any
 	_ = json.Unmarshal(id, &subID)
-	key := fmt.Sprintf("listen:%p", cs)
+	// One session may hold several streams (stdio and kiln connect serve
+	// every request on one; a client reopens its stream with a new filter
+	// before the old one ends), so the request ID is part of the key.
+	key := fmt.Sprintf("listen:%p:%s", cs, id)
 	var done []string
 	for _, uri := range uris {
 		if err := p.subscribe(ctx, key, uri); err != nil {

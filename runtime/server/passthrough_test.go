@@ -4,16 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/scrub"
@@ -26,6 +31,8 @@ import (
 type fakeBackends struct {
 	mu    sync.Mutex
 	calls []string
+	// listErr, when set, fails every list (a backend slow or broken to list).
+	listErr error
 }
 
 func (f *fakeBackends) log(s string) {
@@ -35,7 +42,7 @@ func (f *fakeBackends) log(s string) {
 }
 
 func (f *fakeBackends) ListResources(context.Context, string) ([]manifest.Resource, error) {
-	return nil, nil
+	return nil, f.listErr
 }
 func (f *fakeBackends) ListResourceTemplates(context.Context, string) ([]manifest.ResourceTemplate, error) {
 	return nil, nil
@@ -266,4 +273,163 @@ func TestPromptNames(t *testing.T) {
 	if got["plain.discover"] == "discover" || !strings.HasPrefix(got["plain.discover"], "discover_") {
 		t.Errorf("a bare prompt named like one of kiln's gets a suffix: %q", got["plain.discover"])
 	}
+}
+
+// A 2026-07-28 request cannot subscribe with resources/subscribe (the
+// revision removed it: the SDK answers method not found), so kiln must not
+// subscribe upstream for it either: nothing would ever unsubscribe.
+func TestModernSubscribeRequestSubscribesNothing(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	got := rpc(t, s, "resources/subscribe", `{"uri":"beta://only",`+meta+`}`)
+	if !strings.Contains(got, `"code":-32601`) {
+		t.Errorf("a 2026-07-28 resources/subscribe = %s, want method not found", got)
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("backend calls for a refused request: %v", f.calls)
+	}
+	if len(s.pass.subs.byURI)+len(s.pass.subs.bySession) != 0 {
+		t.Errorf("subscriptions kept for a refused request: %v %v", s.pass.subs.byURI, s.pass.subs.bySession)
+	}
+}
+
+// Two subscriptions/listen streams on one session (stdio, a kiln connect
+// relay) are two streams: a client reopening its stream with a new filter
+// opens the next before the last has ended, and ending the old one must
+// not end the new one's subscriptions or updates.
+func TestListenStreamsOnOneSessionAreApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := newPassthroughServer(t)
+		sess := &connSession{id: "one", notifications: make(chan mcp.JSONRPCNotification, 4)}
+		base := s.mcp.WithContext(t.Context(), sess)
+		oldCtx, endOld := context.WithCancel(base)
+		if err := s.pass.listen(oldCtx, json.RawMessage(`1`), []string{"beta://only"}); err != nil {
+			t.Fatal(err)
+		}
+		newCtx, endNew := context.WithCancel(base)
+		defer endNew()
+		if err := s.pass.listen(newCtx, json.RawMessage(`2`), []string{"beta://only"}); err != nil {
+			t.Fatal(err)
+		}
+		endOld()
+		synctest.Wait() // the old stream's cleanup (an AfterFunc) has run
+		s.ResourceUpdated("beta", json.RawMessage(`{"uri":"beta://only"}`))
+		select {
+		case n := <-sess.notifications:
+			if id := n.Params.Meta[mcp.MetaKeySubscriptionID]; id != float64(2) {
+				t.Errorf("update went out with subscription ID %v, want 2 (the open stream)", id)
+			}
+		default:
+			t.Error("the open stream got no update after the older stream on its session ended")
+		}
+		if slices.Contains(f.calls, "unsubscribe beta beta://only") {
+			t.Errorf("the backend was unsubscribed while a stream still listens: %v", f.calls)
+		}
+	})
+}
+
+// A backend's log messages during a call reach its client at the level
+// that client asked for: logging/setLevel before 2026-07-28, the request's
+// _meta after (none when it names none). Backends are shared, so they log
+// at the most verbose level any session asked for.
+func TestCallLogsKeepTheClientsLevel(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	session := func(id string, level string) (context.Context, *connSession) {
+		sess := &connSession{id: id, notifications: make(chan mcp.JSONRPCNotification, 8)}
+		sess.Initialize()
+		if err := s.mcp.RegisterSession(t.Context(), sess); err != nil {
+			t.Fatal(err)
+		}
+		ctx := s.mcp.WithContext(t.Context(), sess)
+		if level != "" {
+			s.mcp.HandleMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"`+level+`"}}`))
+		}
+		return ctx, sess
+	}
+	session("verbose", "debug")
+	quiet, quietSess := session("quiet", "error")
+	unset, unsetSess := session("unset", "")
+	modern := server.WithRequestProtocolInfo(unset, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28"})
+	modernWarn := server.WithRequestProtocolInfo(unset, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28", LogLevel: mcp.LoggingLevelWarning})
+
+	levels := map[string]string{}
+	logs := func(ctx context.Context, sess *connSession) []string {
+		obs := dispatch.ObserverFrom(s.observeWith(ctx, mcp.CallToolRequest{}, nil))
+		levels[sess.id+"/"+obs.LogLevel] = obs.LogLevel
+		for _, level := range []string{"debug", "info", "warning", "error"} {
+			obs.Log(json.RawMessage(`{"level":"` + level + `","data":"` + level + `"}`))
+		}
+		var got []string
+		for len(sess.notifications) > 0 {
+			n := <-sess.notifications
+			got = append(got, n.Params.AdditionalFields["data"].(string))
+		}
+		return got
+	}
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		sess *connSession
+		want []string
+	}{
+		{"set error", quiet, quietSess, []string{"error"}},
+		{"never set", unset, unsetSess, []string{"debug", "info", "warning", "error"}},
+		{"2026-07-28 without a level", modern, unsetSess, nil},
+		{"2026-07-28 at warning", modernWarn, unsetSess, []string{"warning", "error"}},
+	} {
+		if diff := cmp.Diff(c.want, logs(c.ctx, c.sess)); diff != "" {
+			t.Errorf("%s: messages (-want +got):\n%s", c.name, diff)
+		}
+	}
+	want := []string{"level alpha debug", "level beta debug"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("levels forwarded to backends (-want +got):\n%s", diff)
+	}
+	// What a 2026-07-28 backend is asked for with each call.
+	wantLevels := map[string]string{"quiet/error": "error", "unset/": "", "unset/warning": "warning"}
+	if diff := cmp.Diff(wantLevels, levels); diff != "" {
+		t.Errorf("call log levels (-want +got):\n%s", diff)
+	}
+}
+
+// A backend that reconnects has forgotten kiln's subscriptions and log
+// level; kiln renews them even when listing its resources fails, or the
+// subscribed clients would hear nothing until the next restart.
+func TestReconnectRenewsSubscriptionsWhenListingFails(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	if err := s.pass.subscribe(t.Context(), "s1", "beta://only"); err != nil {
+		t.Fatal(err)
+	}
+	s.pass.logs.set("s1", mcp.LoggingLevelDebug)
+	f.calls = nil
+	f.listErr = errors.New("backend \"beta\": list resources: context deadline exceeded")
+	if err := s.Refresh(t.Context(), "beta"); err == nil {
+		t.Error("Refresh hid the listing failure")
+	}
+	want := []string{"subscribe beta beta://only", "level beta debug"}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("backend calls after the reconnect (-want +got):\n%s", diff)
+	}
+}
+
+// A subscribed URI whose owner changes (the backend that served it was
+// removed or stopped listing it, and another serves it) follows it: kiln
+// subscribes at the new owner, and the new owner's updates reach the
+// sessions that subscribed.
+func TestSubscriptionFollowsTheURIsOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := newPassthroughServer(t)
+		if err := s.pass.subscribe(t.Context(), "s1", "shared://x"); err != nil {
+			t.Fatal(err)
+		}
+		s.Forget("alpha") // beta serves shared://x too
+		synctest.Wait()
+		want := []string{"subscribe alpha shared://x", "subscribe beta shared://x", "unsubscribe alpha shared://x"}
+		if diff := cmp.Diff(want, f.calls); diff != "" {
+			t.Errorf("backend calls (-want +got):\n%s", diff)
+		}
+		if got := s.pass.subs.sessions("beta", "shared://x"); !slices.Equal(got, []string{"s1"}) {
+			t.Errorf("beta's updates of shared://x reach %v, want [s1]", got)
+		}
+	})
 }

@@ -78,10 +78,10 @@ type Options struct {
 	// SessionEnded is told when a client session ends (closed, deleted or
 	// evicted); the dispatcher tells the backends. Optional.
 	SessionEnded func(id string)
-	// RootsChanged is told when a client sends
+	// RootsChanged is told when client session sid sends
 	// notifications/roots/list_changed; the dispatcher passes it on to the
 	// backends. Optional.
-	RootsChanged func(ctx context.Context)
+	RootsChanged func(ctx context.Context, sid string)
 	// SharedState, when set, reports why a fleet's shared state
 	// (gateway.state_url) is unreachable, or nil; kiln://health shows it.
 	SharedState func() error

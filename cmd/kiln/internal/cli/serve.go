@@ -256,7 +256,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Scrubber:     scrubber,
 		Exposed:      generated.ExposedNames,
 		Logger:       log,
-		RootsChanged: func(ctx context.Context) { disp.RootsChanged(ctx) },
+		RootsChanged: func(ctx context.Context, sid string) { disp.RootsChanged(ctx, sid) },
 		SessionEnded: disp.EndSession,
 		SharedState:  st.problem(),
 		Telemetry:    op.tel,
