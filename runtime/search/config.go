@@ -89,6 +89,11 @@ type Config struct {
 	// that lack the word itself; 0 searches the query's own words only.
 	// The table is frozen with the index.
 	Synonyms float64
+	// Assoc expands each tool with the words associated with its own in
+	// the indexed tools' texts (assocTerms). The association table is
+	// frozen with the index, so tools registered at run time expand the
+	// same way.
+	Assoc Assoc
 }
 
 // Feedback configures pseudo-relevance feedback.
@@ -146,6 +151,25 @@ type Feedback struct {
 // .719-.724. None helps LiveMCPBench; Dirichlet's ToolBench gain costs it
 // .008 or more, so BM25F stays. Splitting a task into its steps is
 // SplitTask's (measured there and at AnchorWeight).
+//
+// Meaning from the fleet's own texts (shipped .389 / .725 against .387 /
+// .720 without; with SplitTask's steps .393 / .740 against .386 / .733):
+// Assoc lends each tool the 5 words most associated (G², 3 tools or more)
+// with its own, at 0.1. Its plateau: 3-8 associates from 3-4 tools at
+// 0.1-0.2 give .384-.391 / .721-.728; from 2 tools .378-.387 / .723-.727;
+// parameter text as a source too .389 / .726 (no better, more words).
+// Rejected, each as that expansion unless said: associations by P(b|a)·idf
+// (.389-.391 / .724), Dice (.385 / .722), co-occurrence counted in
+// distinct backends rather than tools (.379 / .723), cosine neighbours in
+// a rank-200 latent semantic analysis (randomized SVD of the idf-weighted
+// term × tool matrix; .376-.384 / .719-.725); the tool simply holding its
+// associates, so they count in document frequency and every associated
+// word's idf falls (G² or Dice, 2-10 associates at 0.05-0.3: .370-.382 /
+// .730-.738; PMI .366 / .722). Associates added to the query instead,
+// like Synonyms, in tools lacking the query word (the best associate per
+// word): none was neutral on ToolBench (G², Dice, P(b|a)·idf or PMI, 1-8
+// associates at 0.1-0.3: .368-.397 / .706-.720; LSA .373-.393 /
+// .715-.719; every associate's score added .380 / .707).
 func DefaultConfig() Config {
 	c := Config{
 		K1:              1.2,
@@ -159,6 +183,7 @@ func DefaultConfig() Config {
 		NameCover:       0.5,
 		QueryStop:       true,
 		Synonyms:        0.5,
+		Assoc:           Assoc{Terms: 5, MinTools: 3, Weight: 0.1},
 	}
 	c.Weights = [numFields]float64{
 		FieldName:        2,
