@@ -20,6 +20,18 @@ type Assoc struct {
 	// Weight scales an expansion word's term frequency against a word of
 	// the tool's description.
 	Weight float64
+	// PerTool caps the words one tool gains, keeping those most of its own
+	// words lend; 0 keeps all. Uncapped, a 5,000-tool fleet's tools gain
+	// 187,000 words (their own postings are 238,000, pairs included) and
+	// a query reads about twice the postings; 12 gain 59,000 and rank
+	// better.
+	PerTool int
+	// MaxWords expands only tools that state at most this many distinct
+	// words of their own; 0 expands every tool. A tool described at
+	// length already holds its siblings' words, and it costs the most
+	// postings: at 20, a 5,000-tool fleet gains 49,000 words instead of
+	// 59,000, ranking as well or better.
+	MaxWords int
 }
 
 // associates is the frozen association table, over the base segment's
@@ -52,10 +64,22 @@ func ownWord(t string, tf *fieldTF) bool {
 	return !isPair(t) && tf[FieldName]+tf[FieldTitle]+tf[FieldBackend]+tf[FieldDescription]+tf[FieldGloss] > 0
 }
 
-// expandDoc gives dt its expansion words: for each of its own words, that
-// word's associates the tool does not hold, each counted once per word
-// that lends it.
-func expandDoc(dt *docTerms, expand expandFunc) {
+// expandDoc gives dt its expansion words, unless it states more than
+// maxWords words of its own: for each of its own words, that word's
+// associates the tool does not hold, each counted once per word that
+// lends it.
+func expandDoc(dt *docTerms, expand expandFunc, maxWords int) {
+	if maxWords > 0 {
+		n := 0
+		for t, tf := range dt.terms {
+			if ownWord(t, tf) {
+				n++
+			}
+		}
+		if n > maxWords {
+			return
+		}
+	}
 	for t, tf := range dt.terms {
 		if !ownWord(t, tf) {
 			continue
@@ -79,8 +103,8 @@ func expandDoc(dt *docTerms, expand expandFunc) {
 // ranks a pair of words seen once together first, and so lends a tool the
 // rare words of one sibling.
 //
-// The cost is the sum over tools of their distinct words squared: 0.1 s
-// for 5,000 tools.
+// The cost is the sum over tools of their distinct words squared: with
+// it, building a 5,000-tool index takes 0.94 s of CPU instead of 0.60 s.
 func assocTerms(ac Assoc, per []docTerms) map[string][]string {
 	if ac.Terms <= 0 || len(per) == 0 {
 		return nil
@@ -261,5 +285,30 @@ func (ix *Index) expTerm(sc *scratch, t []byte, w float64) {
 				sc.add(g, w*float64(seg.exp.postW[p]))
 			}
 		}
+	}
+}
+
+// capExp keeps dt's n expansion words lent by the most of its own words,
+// ties by term.
+func capExp(dt *docTerms, n int) {
+	if n <= 0 || len(dt.exp) <= n {
+		return
+	}
+	type e struct {
+		t string
+		c float32
+	}
+	var l []e
+	for t, c := range dt.exp {
+		l = append(l, e{t, c})
+	}
+	slices.SortFunc(l, func(a, b e) int {
+		if c := cmp.Compare(b.c, a.c); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.t, b.t)
+	})
+	for _, x := range l[n:] {
+		delete(dt.exp, x.t)
 	}
 }

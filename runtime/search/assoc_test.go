@@ -28,7 +28,7 @@ func assocCorpus() []Doc {
 func assocConfig() Config {
 	c := DefaultConfig()
 	c.Synonyms = 0 // only associations widen the query's words
-	c.Assoc = Assoc{Terms: 5, MinTools: 3, Weight: 0.1}
+	c.Assoc = DefaultConfig().Assoc
 	return c
 }
 
@@ -134,5 +134,34 @@ func TestAssocOverlayAfterLoad(t *testing.T) {
 		if !slices.Contains(got, "sky.tomorrow") {
 			t.Errorf("%s: Search(weather) with a run-time forecast tool = %v, want sky.tomorrow", name, got)
 		}
+	}
+}
+
+func TestCapExp(t *testing.T) {
+	dt := docTerms{exp: map[string]float32{"rain": 1, "wind": 3, "storm": 2, "cloud": 2, "fog": 1}}
+	capExp(&dt, 3)
+	// The words lent by the most own words; a tie goes to the first term.
+	want := map[string]float32{"wind": 3, "cloud": 2, "storm": 2}
+	if diff := cmp.Diff(want, dt.exp); diff != "" {
+		t.Errorf("capExp (-want +got):\n%s", diff)
+	}
+	capExp(&dt, 0)
+	if len(dt.exp) != 3 {
+		t.Errorf("capExp 0 dropped words: %v", dt.exp)
+	}
+}
+
+// A tool stating more than MaxWords words of its own gains none.
+func TestAssocMaxWords(t *testing.T) {
+	cfg := assocConfig()
+	cfg.Assoc.MaxWords = 4 // met.hourly states 5: hourly, met, forecast, rain, wind
+	ix := BuildWith(assocCorpus(), cfg)
+	if got := ids(ix.Search("weather", Options{})); slices.Contains(got, "met.hourly") {
+		t.Errorf("a tool over MaxWords was expanded: %v", got)
+	}
+	cfg.Assoc.MaxWords = 20
+	ix = BuildWith(assocCorpus(), cfg)
+	if got := ids(ix.Search("weather", Options{})); !slices.Contains(got, "met.hourly") {
+		t.Errorf("a tool under MaxWords was not expanded: %v", got)
 	}
 }

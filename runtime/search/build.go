@@ -150,7 +150,8 @@ func buildSegment(in []Doc, cfg *Config, base *stats, expand expandFunc) (*segme
 	}
 	if expand != nil {
 		for i := range per {
-			expandDoc(&per[i], expand)
+			expandDoc(&per[i], expand, cfg.Assoc.MaxWords)
+			capExp(&per[i], cfg.Assoc.PerTool)
 		}
 	}
 	seg.nameWords = make([]uint8, len(docs))

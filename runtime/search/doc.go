@@ -11,7 +11,7 @@
 //     A tool described in Chinese also holds English glosses of its common
 //     words (0.5, chineseGloss), and a query word also searches its
 //     tool-vocabulary synonyms (0.5, synonymGroups), once per word and only
-//     in tools that lack the word itself. Each tool also holds, at 0.1,
+//     in tools that lack the word itself. Each tool also holds, at 0.15,
 //     the words the fleet's own texts most associate with its words
 //     (Dunning's G² over the tools sharing them, learned at build time):
 //     "weather" finds a tool that only says "forecast".

@@ -155,6 +155,8 @@ func (w *writer) config(c *Config) {
 	w.f64(c.Synonyms)
 	w.uv(uint64(c.Assoc.Terms))
 	w.uv(uint64(c.Assoc.MinTools))
+	w.uv(uint64(c.Assoc.PerTool))
+	w.uv(uint64(c.Assoc.MaxWords))
 	w.f64(c.Assoc.Weight)
 }
 
@@ -377,7 +379,8 @@ func (r *reader) config(c *Config) {
 	c.Feedback.Docs, c.Feedback.Terms = r.small(), r.small()
 	c.Feedback.Weight = r.f64()
 	c.Synonyms = r.f64()
-	c.Assoc.Terms, c.Assoc.MinTools = r.small(), r.small()
+	c.Assoc.Terms, c.Assoc.MinTools, c.Assoc.PerTool = r.small(), r.small(), r.small()
+	c.Assoc.MaxWords = r.small()
 	c.Assoc.Weight = r.f64()
 	if c.Stem > StemLight || c.CJK > CJKBoth {
 		r.fail("unknown stemmer or CJK mode")
