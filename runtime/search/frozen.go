@@ -628,13 +628,15 @@ func (r *reader) synonyms() map[string][]string {
 	return syn
 }
 
-// associates layout: a flag, then per tool term its count of associates
-// and their term indexes, so Load fills both arrays without a map.
+// associates layout: a flag, the total count, then per tool term its
+// count of associates and their term indexes, so Load fills both arrays
+// at their final size, without a map.
 func (w *writer) associates(a *associates, nterms int) {
 	w.bool(a.off != nil)
 	if a.off == nil {
 		return
 	}
+	w.uv(uint64(len(a.to)))
 	for i := range nterms {
 		w.uv(uint64(a.off[i+1] - a.off[i]))
 		for _, j := range a.to[a.off[i]:a.off[i+1]] {
@@ -647,7 +649,8 @@ func (r *reader) associates(nterms int) associates {
 	if !r.bool() || r.err != nil {
 		return associates{}
 	}
-	a := associates{off: make([]uint32, nterms+1)}
+	total := r.count(1)
+	a := associates{off: make([]uint32, nterms+1), to: make([]uint32, 0, total)}
 	for i := range nterms {
 		n := r.uv()
 		if n > maxSmall {
@@ -666,6 +669,10 @@ func (r *reader) associates(nterms int) associates {
 			return associates{}
 		}
 		a.off[i+1] = uint32(len(a.to))
+	}
+	if len(a.to) != total {
+		r.fail("associate counts do not add up")
+		return associates{}
 	}
 	return a
 }
