@@ -85,12 +85,14 @@ type stats struct {
 // segment is one immutable slice of the corpus: the frozen base, or the
 // overlay of tools registered at run time.
 type segment struct {
-	docs         []Doc    // sorted by ID
-	tools        table    // over docs
-	backends     table    // over backendNames: one document per backend
-	backendNames []string // sorted
-	docBackend   []uint32 // index into backendNames of each doc
-	nameWords    []uint8  // distinct words in each doc's name
+	docs         []Doc      // sorted by ID
+	tools        table      // over docs
+	exp          table      // over docs: expansion words (Config.Assoc)
+	assoc        associates // base only: its words' associates (Config.Assoc)
+	backends     table      // over backendNames: one document per backend
+	backendNames []string   // sorted
+	docBackend   []uint32   // index into backendNames of each doc
+	nameWords    []uint8    // distinct words in each doc's name
 	tri          trigrams
 	// suggest[suggestOff[b]:suggestOff[b+1]] are backend b's try-also
 	// terms, best first (see TryAlso).
@@ -104,7 +106,7 @@ func Build(docs []Doc) *Index { return BuildWith(docs, DefaultConfig()) }
 // BuildWith indexes docs with cfg. Docs with an ID already seen are dropped,
 // so a tool is never listed twice.
 func BuildWith(docs []Doc, cfg Config) *Index {
-	seg, st := buildSegment(docs, &cfg, nil)
+	seg, st := buildSegment(docs, &cfg, nil, nil)
 	ix := newIndex(cfg, st, seg, nil, nil)
 	if cfg.Synonyms != 0 {
 		ix.syn = synonymTerms(&cfg)
@@ -118,11 +120,13 @@ type fieldTF [numFields]float32
 type docTerms struct {
 	lens  [numFields]float64
 	terms map[string]*fieldTF
+	exp   map[string]float32 // expansion words' frequencies (Config.Assoc)
 }
 
 // buildSegment indexes docs; base supplies the corpus statistics for an
-// overlay, nil computes them from docs.
-func buildSegment(in []Doc, cfg *Config, base *stats) (*segment, stats) {
+// overlay, nil computes them from docs. An overlay expands its tools with
+// expand, the base's associations; the base learns its own from docs.
+func buildSegment(in []Doc, cfg *Config, base *stats, expand expandFunc) (*segment, stats) {
 	docs := slices.Clone(in)
 	slices.SortStableFunc(docs, func(a, b Doc) int { return strings.Compare(a.ID, b.ID) })
 	docs = slices.CompactFunc(docs, func(a, b Doc) bool { return a.ID == b.ID })
@@ -139,6 +143,17 @@ func buildSegment(in []Doc, cfg *Config, base *stats) (*segment, stats) {
 	} else {
 		st = corpusStats(cfg, per)
 	}
+	var learned map[string][]string
+	if base == nil && cfg.Assoc.Terms > 0 && cfg.Assoc.Weight != 0 {
+		learned = assocTerms(cfg.Assoc, per)
+		expand = expandMap(learned)
+	}
+	if expand != nil {
+		for i := range per {
+			expandDoc(&per[i], expand, cfg.Assoc.MaxWords)
+			capExp(&per[i], cfg.Assoc.PerTool)
+		}
+	}
 	seg.nameWords = make([]uint8, len(docs))
 	for i := range docs {
 		n := 0
@@ -151,6 +166,10 @@ func buildSegment(in []Doc, cfg *Config, base *stats) (*segment, stats) {
 	}
 	seg.tools = buildTable(len(docs), func(i int) map[string]float32 {
 		return toolWeights(cfg, &st, &per[i])
+	})
+	seg.assoc = freezeAssoc(learned, &seg.tools)
+	seg.exp = buildTable(len(docs), func(i int) map[string]float32 {
+		return expWeights(cfg, &st, &per[i])
 	})
 
 	seg.backendNames = make([]string, 0, 8)

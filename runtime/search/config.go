@@ -89,6 +89,11 @@ type Config struct {
 	// that lack the word itself; 0 searches the query's own words only.
 	// The table is frozen with the index.
 	Synonyms float64
+	// Assoc expands each tool with the words associated with its own in
+	// the indexed tools' texts (assocTerms). The association table is
+	// frozen with the index, so tools registered at run time expand the
+	// same way.
+	Assoc Assoc
 }
 
 // Feedback configures pseudo-relevance feedback.
@@ -146,6 +151,37 @@ type Feedback struct {
 // .719-.724. None helps LiveMCPBench; Dirichlet's ToolBench gain costs it
 // .008 or more, so BM25F stays. Splitting a task into its steps is
 // SplitTask's (measured there and at AnchorWeight).
+//
+// Meaning from the fleet's own texts (shipped .392 / .730 against .387 /
+// .720 without; with SplitTask's steps, search_tools' default, .394 /
+// .745 against .386 / .733; with LiveMCPBench's annotated steps .595
+// against .596): Assoc lends each tool of at most 20 words of its own, at
+// 0.15, the words most associated (G² over tools, 5 a word, from 3 tools
+// or more) with its own, at most 12. Weights 0.1-0.3 all give .394 /
+// .728-.729 for the task alone, but at 0.1 SplitTask's steps fall below
+// the task (.391) and from 0.2 the annotated steps lose .003-.004; 0.15
+// is neutral or better on every path. Around it: 3 or 8 a word .385 /
+// .727 and .392 / .727; from 2 tools .391 / .730; 8 a tool .387 / .727,
+// uncapped .387 / .729 for 2.4 times the postings; tools of at most 12
+// words, or every tool, .392 / .728 (at 0.1, at most 6 or 9: .391-.392 /
+// .724-.726); parameter text as a source too (at 0.1, every tool,
+// uncapped) .389 / .726.
+// Rejected, measured at 0.1 on every tool, uncapped (G² there .385-.389
+// / .724-.725): associations by P(b|a)·idf (.389-.391 / .724), Dice
+// (.385 / .722), co-occurrence
+// counted in distinct backends rather than tools (.379 / .723), cosine
+// neighbours in a rank-200 latent semantic analysis (randomized SVD of
+// the idf-weighted term × tool matrix; .376-.384 / .719-.725), common
+// associates (in over 2 or 5% of tools) skipped (.384 / .723, .382 /
+// .724; capped at 12, dropped rather than replaced, .383-.390 /
+// .724-.727); the tool simply holding its associates, so they count in
+// document frequency and every associated word's idf falls (G² or Dice,
+// 2-10 associates at 0.05-0.3: .370-.382 / .730-.738; PMI .366 / .722).
+// Associates added to the query instead, like Synonyms, in tools lacking
+// the query word (the best associate per word): none was neutral on
+// ToolBench (G², Dice, P(b|a)·idf or PMI, 1-8 associates at 0.1-0.3:
+// .368-.397 / .706-.720; LSA .373-.393 / .715-.719; every associate's
+// score added .380 / .707).
 func DefaultConfig() Config {
 	c := Config{
 		K1:              1.2,
@@ -159,6 +195,7 @@ func DefaultConfig() Config {
 		NameCover:       0.5,
 		QueryStop:       true,
 		Synonyms:        0.5,
+		Assoc:           Assoc{Terms: 5, MinTools: 3, Weight: 0.15, PerTool: 12, MaxWords: 20},
 	}
 	c.Weights = [numFields]float64{
 		FieldName:        2,

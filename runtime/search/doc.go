@@ -11,7 +11,10 @@
 //     A tool described in Chinese also holds English glosses of its common
 //     words (0.5, chineseGloss), and a query word also searches its
 //     tool-vocabulary synonyms (0.5, synonymGroups), once per word and only
-//     in tools that lack the word itself.
+//     in tools that lack the word itself. Each tool also holds, at 0.15,
+//     the words the fleet's own texts most associate with its words
+//     (Dunning's G² over the tools sharing them, learned at build time):
+//     "weather" finds a tool that only says "forecast".
 //     Optionally (Config.Feedback, off by default) the best tools' words
 //     then expand the query (pseudo-relevance feedback, RM3).
 //  2. Trigram similarity of each query word to tool names, for partial or

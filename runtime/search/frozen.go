@@ -14,12 +14,13 @@ import (
 
 // FormatVersion is the frozen format this build reads and writes. Bump it
 // with any change to the layout or to what a stored weight means.
-const FormatVersion = 4
+const FormatVersion = 5
 
 // The frozen form: magic, format version, CRC-32C of the payload, payload.
 // The payload holds the configuration, the corpus statistics, the base
-// segment with its postings, precomputed BM25 weights and ranked try-also
-// terms, and the synonym table as it was stemmed, so Load only decodes;
+// segment with its postings, precomputed BM25 weights, expansion postings,
+// word associations and ranked try-also terms, and the synonym table as it
+// was stemmed, so Load only decodes;
 // nothing is tokenized or scored again.
 const (
 	magic     = "KILNSRCH"
@@ -152,6 +153,11 @@ func (w *writer) config(c *Config) {
 	w.uv(uint64(c.Feedback.Terms))
 	w.f64(c.Feedback.Weight)
 	w.f64(c.Synonyms)
+	w.uv(uint64(c.Assoc.Terms))
+	w.uv(uint64(c.Assoc.MinTools))
+	w.uv(uint64(c.Assoc.PerTool))
+	w.uv(uint64(c.Assoc.MaxWords))
+	w.f64(c.Assoc.Weight)
 }
 
 func (w *writer) segment(s *segment) {
@@ -182,6 +188,8 @@ func (w *writer) segment(s *segment) {
 		w.str(b)
 	}
 	w.table(&s.tools)
+	w.table(&s.exp)
+	w.associates(&s.assoc, s.tools.numTerms())
 	w.table(&s.backends)
 	w.trigrams(&s.tri)
 	w.suggestions(s)
@@ -371,6 +379,9 @@ func (r *reader) config(c *Config) {
 	c.Feedback.Docs, c.Feedback.Terms = r.small(), r.small()
 	c.Feedback.Weight = r.f64()
 	c.Synonyms = r.f64()
+	c.Assoc.Terms, c.Assoc.MinTools, c.Assoc.PerTool = r.small(), r.small(), r.small()
+	c.Assoc.MaxWords = r.small()
+	c.Assoc.Weight = r.f64()
 	if c.Stem > StemLight || c.CJK > CJKBoth {
 		r.fail("unknown stemmer or CJK mode")
 	}
@@ -431,6 +442,8 @@ func (r *reader) segment() *segment {
 		}
 	}
 	s.tools = r.table(n)
+	s.exp = r.table(n)
+	s.assoc = r.associates(s.tools.numTerms())
 	s.backends = r.table(nb)
 	s.tri = r.trigrams(n)
 	r.suggestions(s)
@@ -613,4 +626,53 @@ func (r *reader) synonyms() map[string][]string {
 		syn[t] = ss
 	}
 	return syn
+}
+
+// associates layout: a flag, the total count, then per tool term its
+// count of associates and their term indexes, so Load fills both arrays
+// at their final size, without a map.
+func (w *writer) associates(a *associates, nterms int) {
+	w.bool(a.off != nil)
+	if a.off == nil {
+		return
+	}
+	w.uv(uint64(len(a.to)))
+	for i := range nterms {
+		w.uv(uint64(a.off[i+1] - a.off[i]))
+		for _, j := range a.to[a.off[i]:a.off[i+1]] {
+			w.uv(uint64(j))
+		}
+	}
+}
+
+func (r *reader) associates(nterms int) associates {
+	if !r.bool() || r.err != nil {
+		return associates{}
+	}
+	total := r.count(1)
+	a := associates{off: make([]uint32, nterms+1), to: make([]uint32, 0, total)}
+	for i := range nterms {
+		n := r.uv()
+		if n > maxSmall {
+			r.fail("term %d: %d associates", i, n)
+			return associates{}
+		}
+		for range n {
+			j := r.uv()
+			if j >= uint64(nterms) {
+				r.fail("associate of term %d out of range", i)
+				return associates{}
+			}
+			a.to = append(a.to, uint32(j))
+		}
+		if r.err != nil {
+			return associates{}
+		}
+		a.off[i+1] = uint32(len(a.to))
+	}
+	if len(a.to) != total {
+		r.fail("associate counts do not add up")
+		return associates{}
+	}
+	return a
 }

@@ -37,7 +37,7 @@ func (ix *Index) With(extra []Doc, removedBackends ...string) *Index {
 	}
 	var over *segment
 	if len(docs) > 0 {
-		over, _ = buildSegment(docs, &ix.cfg, &ix.st)
+		over, _ = buildSegment(docs, &ix.cfg, &ix.st, expandWith(&ix.base.assoc, &ix.base.tools))
 	}
 	out := newIndex(ix.cfg, ix.st, ix.base, over, hidden)
 	out.syn = ix.syn

@@ -368,6 +368,9 @@ func (ix *Index) bm25(sc *scratch) {
 				}
 			}
 		}
+		if qi < sc.unigrams {
+			ix.expTerm(sc, t, w)
+		}
 		if useB && bdf > 0 && qi < sc.unigrams {
 			ix.backendTerm(sc, t, idf(ix.liveBacks, bdf))
 		}

@@ -58,6 +58,9 @@ func Ladder() []Step {
 	add("+ query request words dropped", func(c *search.Config) { c.QueryStop = true })
 	add("+ English glosses of Chinese words (0.5)", func(c *search.Config) { c.Weights[search.FieldGloss] = 0.5 })
 	add("+ tool-vocabulary synonyms (0.5)", func(c *search.Config) { c.Synonyms = 0.5 })
+	add("+ short tools expanded by corpus word associations (5 a word, 12 a tool, 0.15)", func(c *search.Config) {
+		c.Assoc = search.Assoc{Terms: 5, MinTools: 3, Weight: 0.15, PerTool: 12, MaxWords: 20}
+	})
 
 	alt := func(name string, change func(*search.Config)) {
 		c := search.DefaultConfig()
@@ -83,6 +86,17 @@ func Ladder() []Step {
 	alt("shipped, no synonyms", func(c *search.Config) { c.Synonyms = 0 })
 	alt("shipped, synonyms at 0.25", func(c *search.Config) { c.Synonyms = 0.25 })
 	alt("shipped, synonyms at 1", func(c *search.Config) { c.Synonyms = 1 })
+	alt("shipped, no word associations", func(c *search.Config) { c.Assoc = search.Assoc{} })
+	alt("shipped, 3 word associations", func(c *search.Config) { c.Assoc.Terms = 3 })
+	alt("shipped, 8 word associations", func(c *search.Config) { c.Assoc.Terms = 8 })
+	alt("shipped, word associations at 0.1", func(c *search.Config) { c.Assoc.Weight = 0.1 })
+	alt("shipped, word associations at 0.2", func(c *search.Config) { c.Assoc.Weight = 0.2 })
+	alt("shipped, word associations at 0.3", func(c *search.Config) { c.Assoc.Weight = 0.3 })
+	alt("shipped, word associations from 2 tools", func(c *search.Config) { c.Assoc.MinTools = 2 })
+	alt("shipped, 8 associated words a tool", func(c *search.Config) { c.Assoc.PerTool = 8 })
+	alt("shipped, associated words a tool uncapped", func(c *search.Config) { c.Assoc.PerTool = 0 })
+	alt("shipped, tools of 12 words or fewer expanded", func(c *search.Config) { c.Assoc.MaxWords = 12 })
+	alt("shipped, every tool expanded", func(c *search.Config) { c.Assoc.MaxWords = 0 })
 	for _, fb := range []search.Feedback{{Docs: 5, Terms: 5, Weight: 0.2}, {Docs: 10, Terms: 5, Weight: 0.2}, {Docs: 5, Terms: 5, Weight: 0.4}} {
 		alt(fmt.Sprintf("shipped + feedback (%d tools, %d words, %.1f)", fb.Docs, fb.Terms, fb.Weight),
 			func(c *search.Config) { c.Feedback = fb })
