@@ -179,6 +179,11 @@ func editTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 	if err != nil {
 		return w.pathErr("Edit", a.FilePath, err)
 	}
+	if len(data) > readMaxBytes {
+		// Only the first readMaxBytes were read: writing the edit back
+		// would cut the file there.
+		return toolcall.Errorf("Edit: %s is over %d MiB, more than Edit loads; change it with Bash (e.g. sed -i) instead", quotePath(a.FilePath), readMaxBytes>>20)
+	}
 	text := string(data)
 	if a.OldString == "" {
 		return toolcall.Errorf("Edit: old_string is empty but %s exists; give the exact text to replace, or use Write to replace the whole file", quotePath(a.FilePath))
