@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -36,5 +37,51 @@ func TestEditLargeFileKeepsItWhole(t *testing.T) {
 	want := append([]byte("head\n"), data[5:]...)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("Edit of a %d-byte file left %d bytes (ends %q)", len(data), len(got), got[max(0, len(got)-10):])
+	}
+}
+
+// TestGlobBracesBounded gives Glob and Grep a pattern of 20 {a,b} groups:
+// expanded up front that is a million patterns (thirty groups, a
+// billion, took kiln's memory), for a tree of one file.
+func TestGlobBracesBounded(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write("ab.txt", "x\n")
+	pat := strings.Repeat("{a,b}", 20) + ".txt"
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"Glob", map[string]any{"pattern": pat}},
+		{"Grep", map[string]any{"pattern": "x", "glob": pat}},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		text, _ := f.call(c.tool, c.args)
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+			t.Errorf("%s with %d {a,b} groups allocated %d MiB (answer %q)", c.tool, 20, alloc>>20, cut(text, 200))
+		}
+	}
+	f.expectErr("Glob", map[string]any{"pattern": strings.Repeat("{a,b}", 30)}, "alternatives")
+	f.expectErr("Grep", map[string]any{"pattern": "x", "glob": strings.Repeat("{a,b}", 30)}, "alternatives")
+	if got := f.expectOK("Glob", map[string]any{"pattern": "{x,a}{b,y}.txt"}); !strings.HasSuffix(got, "ab.txt\n") {
+		t.Errorf("Glob {x,a}{b,y}.txt = %q", got)
+	}
+}
+
+// TestGlobStarsLinear matches many ** segments against a deep path, which
+// backtracking tries in exponentially many ways (C(40,12) here): the walk
+// must finish, and still find the one file that matches.
+func TestGlobStarsLinear(t *testing.T) {
+	f := newFixture(t, nil)
+	deep := strings.Repeat("a/", 40)
+	f.write(deep+"b.txt", "x\n")
+	f.write(deep+"c.txt", "x\n")
+	pat := strings.Repeat("**/a/", 12) + "**/b.txt"
+	if got := f.expectOK("Glob", map[string]any{"pattern": pat}); !strings.HasSuffix(got, "/b.txt\n") || strings.Contains(got, "c.txt") {
+		t.Errorf("Glob %s = %q", pat, got)
+	}
+	if got := f.expectOK("Glob", map[string]any{"pattern": strings.Repeat("**/a/", 12) + "**/nope.txt"}); got != "No files found" {
+		t.Errorf("Glob of a name not there = %q", got)
 	}
 }
