@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/config"
 )
 
 // TestEditLargeFileKeepsItWhole edits a file larger than Read loads: the
@@ -83,5 +86,46 @@ func TestGlobStarsLinear(t *testing.T) {
 	}
 	if got := f.expectOK("Glob", map[string]any{"pattern": strings.Repeat("**/a/", 12) + "**/nope.txt"}); got != "No files found" {
 		t.Errorf("Glob of a name not there = %q", got)
+	}
+}
+
+// TestStateInsideRootRefused opens a workspace whose root holds kiln's
+// state folder, as root: . beside the default state_dir .kiln does: the
+// tools could then read OAuth tokens and change registrations and
+// snapshots (snapshot_restore emptied the root, and with it the snapshot
+// it was restoring).
+func TestStateInsideRootRefused(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		state func(root, base string) string
+	}{
+		{"below", func(root, _ string) string { return filepath.Join(root, ".kiln", "workspace", "repo") }},
+		{"through a symlink", func(root, base string) string {
+			if err := os.Symlink(root, filepath.Join(base, "link")); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(base, "link", ".kiln", "workspace", "repo")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
+			root := filepath.Join(base, "root")
+			if err := os.Mkdir(root, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg := config.Workspace{Root: root, MaxOutput: 1000, StateDir: c.state(root, base),
+				Bash: config.Bash{Timeout: time.Second, MaxTimeout: time.Second}}
+			w, err := Open(&config.Backend{Name: "repo", Transport: config.TransportWorkspace, Workspace: &cfg}, nil)
+			if err == nil {
+				w.Close()
+				t.Fatal("Open accepted a state folder inside the root")
+			}
+			if !strings.Contains(err.Error(), "gateway.state_dir") {
+				t.Errorf("Open error %q does not say which setting to change", err)
+			}
+			if _, err := os.Stat(filepath.Join(root, ".kiln")); err == nil {
+				t.Errorf("Open created the state folder inside the root before refusing")
+			}
+		})
 	}
 }
