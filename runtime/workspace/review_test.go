@@ -129,3 +129,51 @@ func TestStateInsideRootRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestOutBufBounded writes a runaway command's output through a shell's
+// buffer in the pipe-sized pieces exec copies: what it keeps stays the
+// newest outBufMax bytes, and each piece past the limit must not copy
+// the whole buffer again (that allocated 8 MiB per 32 KiB piece, 14 GiB
+// for 64 MiB of output).
+func TestOutBufBounded(t *testing.T) {
+	o := &outBuf{}
+	piece := make([]byte, 32<<10)
+	const total = 8 * outBufMax
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < total/len(piece); i++ {
+		for j := range piece {
+			piece[j] = byte('a' + (i+j)%26)
+		}
+		o.Write(piece)
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	if alloc > 4*outBufMax {
+		t.Errorf("writing %d MiB allocated %d MiB", total>>20, alloc>>20)
+	}
+	t.Logf("writing %d MiB allocated %d MiB", total>>20, alloc>>20)
+	text, next, lost := o.since(0)
+	if next != total || lost != total-outBufMax || len(text) != outBufMax {
+		t.Fatalf("since(0) = %d bytes, next %d, lost %d; want %d, %d, %d", len(text), next, lost, outBufMax, total, total-outBufMax)
+	}
+	last := total/len(piece) - 1
+	for j := range 26 {
+		if want := byte('a' + (last+len(piece)-26+j)%26); text[len(text)-26+j] != want {
+			t.Fatalf("the newest bytes are %q, want the last piece's", text[len(text)-26:])
+		}
+	}
+	if text, next2, lost := o.since(total - 5); len(text) != 5 || next2 != total || lost != 0 {
+		t.Errorf("since(total-5) = %q, %d, %d", text, next2, lost)
+	}
+	o.Write([]byte("xyz"))
+	if text, _, lost := o.since(total); text != "xyz" || lost != 0 {
+		t.Errorf("since after a write = %q, lost %d", text, lost)
+	}
+	small := &outBuf{}
+	small.Write([]byte("hello "))
+	small.Write([]byte("world"))
+	if text, next, lost := small.since(2); text != "llo world" || next != 11 || lost != 0 {
+		t.Errorf("small since(2) = %q, %d, %d", text, next, lost)
+	}
+}

@@ -30,34 +30,65 @@ const (
 )
 
 // outBuf collects a command's stdout and stderr, interleaved as a
-// terminal shows them.
+// terminal shows them. It keeps the newest outBufMax bytes in a ring:
+// dropping the oldest by copying the rest cost a copy of the whole buffer
+// per pipe read once full (32 GiB allocated for 64 MiB of output).
 type outBuf struct {
-	mu      sync.Mutex
-	b       []byte
-	dropped int // bytes dropped from the front
+	mu    sync.Mutex
+	ring  []byte // grows to outBufMax, then wraps
+	next  int    // where the next byte goes once the ring is full
+	total int    // bytes ever written
 }
 
 func (o *outBuf) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.b = append(o.b, p...)
-	if over := len(o.b) - outBufMax; over > 0 {
-		o.b = append(o.b[:0:0], o.b[over:]...)
-		o.dropped += over
+	n := len(p)
+	o.total += n
+	if len(p) > outBufMax {
+		p = p[len(p)-outBufMax:]
 	}
-	return len(p), nil
+	if room := outBufMax - len(o.ring); room > 0 {
+		k := min(room, len(p))
+		if len(o.ring)+k > cap(o.ring) {
+			// Doubling, capped: append's growth of a large slice by a
+			// quarter at a time would allocate five times the cap.
+			grown := make([]byte, len(o.ring), min(outBufMax, max(2*cap(o.ring), len(o.ring)+k, 4096)))
+			copy(grown, o.ring)
+			o.ring = grown
+		}
+		o.ring = append(o.ring, p[:k]...)
+		p = p[k:]
+	}
+	for len(p) > 0 {
+		k := copy(o.ring[o.next:], p)
+		p = p[k:]
+		o.next = (o.next + k) % outBufMax
+	}
+	return n, nil
 }
 
-// since returns output from absolute offset off and the new offset.
+// since returns output from absolute offset off, the new offset, and how
+// many bytes after off were dropped.
 func (o *outBuf) since(off int) (string, int, int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	first := o.total - len(o.ring)
 	lost := 0
-	start := off - o.dropped
-	if start < 0 {
-		lost, start = -start, 0
+	if off < first {
+		lost, off = first-off, first
 	}
-	return string(o.b[start:]), o.dropped + len(o.b), lost
+	older, newer := o.ring[o.next:], o.ring[:o.next]
+	skip := off - first
+	var b strings.Builder
+	b.Grow(len(o.ring) - skip)
+	if skip < len(older) {
+		b.Write(older[skip:])
+		b.Write(newer)
+	} else {
+		b.Write(newer[skip-len(older):])
+	}
+	return b.String(), o.total, lost
 }
 
 // shell is one running or finished command.
