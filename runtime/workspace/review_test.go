@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -176,4 +178,53 @@ func TestOutBufBounded(t *testing.T) {
 	if text, next, lost := small.since(2); text != "llo world" || next != 11 || lost != 0 {
 		t.Errorf("small since(2) = %q, %d, %d", text, next, lost)
 	}
+}
+
+// TestBackgroundShellsCapped starts background shells past the cap, as a
+// program looping over Bash could: each holds a process and up to
+// outBufMax of output, and one nobody reads was kept until kiln exits.
+func TestBackgroundShellsCapped(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := range maxBackgroundShells {
+		f.expectOK("Bash", map[string]any{"command": "echo done " + strconv.Itoa(i), "run_in_background": true})
+	}
+	// All finished and unread: a new one takes the place of the oldest.
+	for _, id := range f.w.backgroundIDs() {
+		<-f.w.shell(id).done
+	}
+	f.expectOK("Bash", map[string]any{"command": "sleep 60", "run_in_background": true})
+	if got := len(f.w.backgroundIDs()); got != maxBackgroundShells {
+		t.Fatalf("%d background shells tracked, want %d", got, maxBackgroundShells)
+	}
+	f.expectErr("BashOutput", map[string]any{"bash_id": "bash_1"}, "no shell")
+	f.expectOK("BashOutput", map[string]any{"bash_id": "bash_2"})
+	for range maxBackgroundShells - 1 {
+		f.expectOK("Bash", map[string]any{"command": "sleep 60", "run_in_background": true})
+	}
+	text := f.expectErr("Bash", map[string]any{"command": "sleep 60", "run_in_background": true}, "KillShell")
+	if !strings.Contains(text, strconv.Itoa(maxBackgroundShells)) {
+		t.Errorf("refusal %q does not say how many run", text)
+	}
+	// A foreground command still runs, and killing one frees a place.
+	f.expectOK("Bash", map[string]any{"command": "true"})
+	f.expectOK("KillShell", map[string]any{"shell_id": f.w.backgroundIDs()[0]})
+	f.expectOK("Bash", map[string]any{"command": "sleep 60", "run_in_background": true})
+}
+
+// backgroundIDs lists the tracked background shells, oldest first.
+func (w *Workspace) backgroundIDs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ss []*shell
+	for _, s := range w.shells {
+		if s.background {
+			ss = append(ss, s)
+		}
+	}
+	slices.SortFunc(ss, func(a, b *shell) int { return a.seq - b.seq })
+	ids := make([]string, len(ss))
+	for i, s := range ss {
+		ids[i] = s.id
+	}
+	return ids
 }

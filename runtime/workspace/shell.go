@@ -27,6 +27,10 @@ const (
 	// waitDelay bounds how long Wait waits for pipes a killed command's
 	// escaped descendants might hold.
 	waitDelay = 500 * time.Millisecond
+	// maxBackgroundShells bounds the background shells one workspace
+	// tracks, running or finished and unread: each holds up to outBufMax
+	// of output, and a program looping over Bash could start thousands.
+	maxBackgroundShells = 16
 )
 
 // outBuf collects a command's stdout and stderr, interleaved as a
@@ -94,6 +98,8 @@ func (o *outBuf) since(off int) (string, int, int) {
 // shell is one running or finished command.
 type shell struct {
 	id, command string
+	seq         int // the number in id, for oldest-first order
+	background  bool
 	// owner is the client session that started it ("" when none is
 	// known): EndSession kills its shells.
 	owner   string
@@ -144,7 +150,8 @@ func (w *Workspace) spawn(script string) (*shell, error) {
 		return nil, errors.New("the workspace is shutting down")
 	}
 	w.nextID++
-	id := "bash_" + strconv.Itoa(w.nextID)
+	seq := w.nextID
+	id := "bash_" + strconv.Itoa(seq)
 	w.mu.Unlock()
 	out := &outBuf{}
 	cmd, err := w.start(script, func(c *exec.Cmd) {
@@ -154,7 +161,7 @@ func (w *Workspace) spawn(script string) (*shell, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &shell{id: id, command: script, cmd: cmd, out: out, started: time.Now(), done: make(chan struct{})}
+	s := &shell{id: id, seq: seq, command: script, cmd: cmd, out: out, started: time.Now(), done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		var ee *exec.ExitError
@@ -213,8 +220,40 @@ func (w *Workspace) track(s *shell) {
 
 func (w *Workspace) untrack(s *shell) {
 	w.mu.Lock()
-	delete(w.shells, s.id)
+	if w.shells[s.id] == s {
+		delete(w.shells, s.id)
+		if s.background {
+			w.background--
+		}
+	}
 	w.mu.Unlock()
+}
+
+// admitBackground takes a place for one more background shell. When all
+// maxBackgroundShells are taken it forgets the oldest finished one nobody
+// read; it reports false when every one is still running.
+func (w *Workspace) admitBackground() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.background < maxBackgroundShells {
+		w.background++
+		return true
+	}
+	var oldest *shell
+	for _, s := range w.shells {
+		select {
+		case <-s.done:
+			if s.background && (oldest == nil || s.seq < oldest.seq) {
+				oldest = s
+			}
+		default:
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	delete(w.shells, oldest.id)
+	return true
 }
 
 func bashTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
@@ -245,11 +284,19 @@ func bashTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		}
 	}
 	if a.RunInBackground {
+		if !w.admitBackground() {
+			return toolcall.Errorf("Bash: %d background shells are running already: %s; stop one with KillShell or wait for one to finish, then start this one",
+				maxBackgroundShells, w.shellList())
+		}
 		s, err := w.spawn(a.Command)
 		if err != nil {
+			w.mu.Lock()
+			w.background--
+			w.mu.Unlock()
 			return toolcall.Errorf("Bash could not start the command: %v", err)
 		}
 		s.owner = sessionOf(ctx)
+		s.background = true
 		w.track(s)
 		go func() {
 			// Background shells live at most max_timeout.

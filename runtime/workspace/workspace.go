@@ -43,8 +43,10 @@ type Workspace struct {
 
 	mu     sync.Mutex
 	shells map[string]*shell
-	nextID int
-	closed bool
+	// background counts the background shells in shells and starting.
+	background int
+	nextID     int
+	closed     bool
 }
 
 // Open prepares the workspace of backend b. It refuses to start when Bash
