@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,59 +62,109 @@ func readTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolcall.Re
 	if !fi.Mode().IsRegular() {
 		return toolcall.Errorf("Read: %s is not a regular file (%s); Read only reads files", quotePath(a.FilePath), fi.Mode().Type())
 	}
-	data, err := io.ReadAll(io.LimitReader(f, readMaxBytes+1))
-	if err != nil {
-		return w.pathErr("Read", a.FilePath, err)
-	}
+	// At most the size it had when opened: a file a background command
+	// keeps appending to would otherwise be read forever.
+	br := bufio.NewReaderSize(io.LimitReader(f, max(fi.Size(), readMaxBytes)), 64<<10)
 	if mime, ok := imageTypes[strings.ToLower(filepath.Ext(rel))]; ok {
+		data, err := io.ReadAll(io.LimitReader(br, readMaxBytes+1))
+		if err != nil {
+			return w.pathErr("Read", a.FilePath, err)
+		}
 		if len(data) > readMaxBytes {
 			return toolcall.Errorf("Read: image %s is over %d bytes", quotePath(a.FilePath), readMaxBytes)
 		}
 		block, _ := json.Marshal(map[string]string{"type": "image", "data": base64.StdEncoding.EncodeToString(data), "mimeType": mime})
 		return &toolcall.Result{Content: []json.RawMessage{block}}
 	}
-	if bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
+	head, err := br.Peek(8192)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return w.pathErr("Read", a.FilePath, err)
+	}
+	if bytes.IndexByte(head, 0) >= 0 {
 		return toolcall.Errorf("Read: %s looks binary (it holds NUL bytes); inspect it with Bash (e.g. xxd | head) instead", quotePath(a.FilePath))
 	}
-	if len(data) == 0 {
+	if len(head) == 0 {
 		return toolcall.Text("(the file exists and is empty)")
 	}
-	return toolcall.Text(w.capText(numberLines(string(data), a.Offset, a.Limit)))
+	text, err := numberLines(br, a.Offset, a.Limit)
+	if err != nil {
+		return w.pathErr("Read", a.FilePath, err)
+	}
+	return toolcall.Text(w.capText(text))
 }
 
-// numberLines renders lines offset.. (1-based) cat -n style, cutting
-// long lines.
-func numberLines(s string, offset, limit int) string {
+// numberLines renders lines offset.. (1-based) of r cat -n style, cutting
+// long lines. It reads r to its end, to count the lines after the window,
+// but keeps only the window: a file is not loaded whole, so offset
+// reaches lines past any size limit.
+func numberLines(r *bufio.Reader, offset, limit int) (string, error) {
 	if offset < 1 {
 		offset = 1
 	}
 	if limit <= 0 {
 		limit = readDefaultLimit
 	}
-	lines := strings.SplitAfter(s, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	if offset > len(lines) {
-		return fmt.Sprintf("(the file has %d lines; offset %d is past its end)", len(lines), offset)
-	}
-	var b strings.Builder
-	end := min(len(lines), offset-1+limit)
-	for i := offset - 1; i < end; i++ {
-		line := strings.TrimRight(lines[i], "\r\n")
-		if len(line) > readLineCut {
-			cut := readLineCut
-			for cut > 0 && line[cut]&0xC0 == 0x80 {
-				cut--
+	end := offset - 1 + min(limit, math.MaxInt-offset)
+	var (
+		b       strings.Builder
+		n       int    // complete lines read
+		lineLen int    // bytes of line n+1 read so far
+		cur     []byte // its first readLineCut+1 bytes, in the window
+		over    bool   // it has more than line ends past readLineCut
+	)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if n >= offset-1 && n < end {
+			if lineLen <= readLineCut {
+				cur = append(cur, chunk[:min(len(chunk), readLineCut+1-lineLen)]...)
 			}
-			line = line[:cut] + "… [line cut]"
+			for _, c := range chunk[min(len(chunk), max(0, readLineCut-lineLen)):] {
+				over = over || (c != '\r' && c != '\n')
+			}
 		}
-		fmt.Fprintf(&b, "%6d\t%s\n", i+1, line)
+		lineLen += len(chunk)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return "", err
+		}
+		if lineLen > 0 {
+			if n >= offset-1 && n < end {
+				writeLine(&b, n+1, cur, over)
+				if b.Len() >= readMaxBytes {
+					// A window this large is cut to max_output anyway.
+					end = n + 1
+				}
+			}
+			n++
+			lineLen, cur, over = 0, cur[:0], false
+		}
+		if err == io.EOF {
+			break
+		}
 	}
-	if end < len(lines) {
-		fmt.Fprintf(&b, "(%d more lines; continue with offset %d)\n", len(lines)-end, end+1)
+	if offset > n {
+		return fmt.Sprintf("(the file has %d lines; offset %d is past its end)", n, offset), nil
 	}
-	return b.String()
+	if end < n {
+		fmt.Fprintf(&b, "(%d more lines; continue with offset %d)\n", n-end, end+1)
+	}
+	return b.String(), nil
+}
+
+// writeLine writes line i; line holds its first readLineCut+1 bytes and
+// over says whether more than line ends came after them.
+func writeLine(b *strings.Builder, i int, line []byte, over bool) {
+	if over {
+		cut := readLineCut
+		for cut > 0 && line[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		fmt.Fprintf(b, "%6d\t%s… [line cut]\n", i, line[:cut])
+		return
+	}
+	fmt.Fprintf(b, "%6d\t%s\n", i, bytes.TrimRight(line[:min(len(line), readLineCut)], "\r\n"))
 }
 
 func writeTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -227,4 +228,36 @@ func (w *Workspace) backgroundIDs() []string {
 		ids[i] = s.id
 	}
 	return ids
+}
+
+// TestReadLargeFileInRanges reads a log longer than Read loads at once:
+// offset must reach its last lines, and the count of lines left must be
+// the file's (only the first 64 MiB were read: the tail was reported
+// "past its end").
+func TestReadLargeFileInRanges(t *testing.T) {
+	f := newFixture(t, nil)
+	const n = 5_000_000 // 14 bytes a line: 70 MB
+	var b bytes.Buffer
+	b.Grow(n * 14)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %08d\n", i)
+	}
+	if b.Len() <= readMaxBytes {
+		t.Fatalf("the file is %d bytes, not over %d", b.Len(), readMaxBytes)
+	}
+	if err := os.WriteFile(filepath.Join(f.root, "big.log"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.expectOK("Read", map[string]any{"file_path": "big.log", "offset": n - 1, "limit": 5}),
+		fmt.Sprintf("%6d\tline %08d\n%6d\tline %08d\n", n-1, n-1, n, n); got != want {
+		t.Errorf("Read at the end = %q, want %q", got, want)
+	}
+	if got, want := f.expectOK("Read", map[string]any{"file_path": "big.log", "limit": 1}),
+		fmt.Sprintf("     1\tline 00000001\n(%d more lines; continue with offset 2)\n", n-1); got != want {
+		t.Errorf("Read of the first line = %q, want %q", got, want)
+	}
+	if got, want := f.expectOK("Read", map[string]any{"file_path": "big.log", "offset": n + 1}),
+		fmt.Sprintf("(the file has %d lines; offset %d is past its end)", n, n+1); got != want {
+		t.Errorf("Read past the end = %q, want %q", got, want)
+	}
 }
