@@ -261,3 +261,16 @@ func TestReadLargeFileInRanges(t *testing.T) {
 		t.Errorf("Read past the end = %q, want %q", got, want)
 	}
 }
+
+// TestHugeTimeoutRefused asks for a timeout whose nanoseconds overflow:
+// it wrapped to a negative duration under the maximum, and the command
+// was killed at once as "timed out".
+func TestHugeTimeoutRefused(t *testing.T) {
+	f := newFixture(t, nil)
+	f.expectErr("Bash", map[string]any{"command": "echo hi", "timeout": int64(1) << 60}, "maximum")
+	f.write("go.mod", "module m\n\ngo 1.21\n")
+	f.write("m.go", "package m\n")
+	if text, isErr := f.call("run_typecheck", map[string]any{"timeout": int64(1) << 60}); isErr || strings.Contains(text, "timed out") {
+		t.Errorf("run_typecheck with a huge timeout = %q (isError %v), want it run under max_timeout", text, isErr)
+	}
+}

@@ -277,7 +277,8 @@ func bashTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		return toolcall.Errorf("Bash: timeout must be positive milliseconds")
 	}
 	if a.Timeout > 0 {
-		timeout = time.Duration(a.Timeout) * time.Millisecond
+		// Compared in milliseconds: 2^60 ms as nanoseconds wraps negative.
+		timeout = time.Duration(min(a.Timeout, w.cfg.Bash.MaxTimeout.Milliseconds()+1)) * time.Millisecond
 		if timeout > w.cfg.Bash.MaxTimeout {
 			return toolcall.Errorf("Bash: timeout %d ms is over this workspace's maximum of %d ms; ask for at most that, or use run_in_background: true",
 				a.Timeout, w.cfg.Bash.MaxTimeout.Milliseconds())
