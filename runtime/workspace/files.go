@@ -43,7 +43,7 @@ func readTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolcall.Re
 	if err := decode(raw, &a); err != nil {
 		return toolcall.Errorf("Read: %v", err)
 	}
-	rel, err := w.root.Resolve(a.FilePath)
+	rel, err := w.root.resolveTarget(a.FilePath)
 	if err != nil {
 		return w.pathErr("Read", a.FilePath, err)
 	}
@@ -178,7 +178,7 @@ func writeTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall
 	if a.Content == nil {
 		return toolcall.Errorf("Write: content is missing; give the file's full new text (an empty string for an empty file)")
 	}
-	rel, err := w.root.Resolve(a.FilePath)
+	rel, err := w.root.resolveTarget(a.FilePath)
 	if err != nil {
 		return w.pathErr("Write", a.FilePath, err)
 	}
@@ -207,7 +207,7 @@ func editTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 	if a.OldString == a.NewString {
 		return toolcall.Errorf("Edit: old_string and new_string are the same; nothing to change")
 	}
-	rel, err := w.root.Resolve(a.FilePath)
+	rel, err := w.root.resolveTarget(a.FilePath)
 	if err != nil {
 		return w.pathErr("Edit", a.FilePath, err)
 	}
@@ -292,7 +292,9 @@ func (r *Root) mkdirAll(rel string) error {
 
 // writeFile replaces rel atomically: the text goes to a temporary file in
 // the same folder, opened beneath the root, which is then renamed over
-// the old one. A symlink at rel is replaced, not written through.
+// the old one. A symlink at rel is replaced, not written through: callers
+// pass rel with the links inside the root resolved (resolveTarget), so
+// only one swapped in since is.
 func (r *Root) writeFile(rel string, data []byte) (created bool, err error) {
 	dir, base := filepath.Dir(rel), filepath.Base(rel)
 	if rel == "." {

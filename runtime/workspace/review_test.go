@@ -274,3 +274,33 @@ func TestHugeTimeoutRefused(t *testing.T) {
 		t.Errorf("run_typecheck with a huge timeout = %q (isError %v), want it run under max_timeout", text, isErr)
 	}
 }
+
+// TestWriteThroughInsideSymlinks edits and reads files through symlinks
+// that stay inside the root (CLAUDE.md -> AGENTS.md): the target changes
+// and the link stays a link. Write and Edit replaced the link with a
+// copy, leaving the target as it was, and Read refused a link with an
+// absolute target as leading outside.
+func TestWriteThroughInsideSymlinks(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write("docs/AGENTS.md", "rules: one\n")
+	if err := os.Symlink("docs/AGENTS.md", filepath.Join(f.root, "CLAUDE.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(f.root, "docs", "AGENTS.md"), filepath.Join(f.root, "abs.md")); err != nil {
+		t.Fatal(err)
+	}
+	f.expectOK("Edit", map[string]any{"file_path": "CLAUDE.md", "old_string": "one", "new_string": "two"})
+	if got := f.expectOK("Read", map[string]any{"file_path": "abs.md"}); !strings.Contains(got, "rules: two") {
+		t.Errorf("Read through the absolute link = %q", got)
+	}
+	f.expectOK("Write", map[string]any{"file_path": "abs.md", "content": "rules: three\n"})
+	data, err := os.ReadFile(filepath.Join(f.root, "docs", "AGENTS.md"))
+	if err != nil || string(data) != "rules: three\n" {
+		t.Errorf("the target holds %q (%v), want the edits", data, err)
+	}
+	for _, l := range []string{"CLAUDE.md", "abs.md"} {
+		if fi, err := os.Lstat(filepath.Join(f.root, l)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s is no longer a symlink (%v)", l, err)
+		}
+	}
+}
