@@ -304,3 +304,23 @@ func TestWriteThroughInsideSymlinks(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchThroughInsideSymlinks gives Grep a symlinked file and Glob a
+// folder linked by absolute path, both inside the root: Grep answered
+// "not a directory" and Glob "leads outside".
+func TestSearchThroughInsideSymlinks(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write("docs/AGENTS.md", "rules: one\n")
+	if err := os.Symlink("docs/AGENTS.md", filepath.Join(f.root, "CLAUDE.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(f.root, "docs"), filepath.Join(f.root, "abs-docs")); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.expectOK("Grep", map[string]any{"pattern": "rules", "path": "CLAUDE.md", "output_mode": "content"}); !strings.Contains(got, "rules: one") {
+		t.Errorf("Grep of the linked file = %q", got)
+	}
+	if got := f.expectOK("Glob", map[string]any{"pattern": "*.md", "path": "abs-docs"}); !strings.Contains(got, "AGENTS.md") {
+		t.Errorf("Glob of the linked folder = %q", got)
+	}
+}

@@ -226,12 +226,13 @@ func expandBraces(p string) ([]string, error) {
 	return out, nil
 }
 
-// searchDir resolves a Glob or Grep path argument (default: the root).
+// searchDir resolves a Glob or Grep path argument (default: the root) to
+// its target: a file or folder linked from inside the root is searched.
 func (w *Workspace) searchDir(tool, p string) (string, *toolcall.Result) {
 	if p == "" {
 		return ".", nil
 	}
-	rel, err := w.root.Resolve(p)
+	rel, err := w.root.resolveTarget(p)
 	if err != nil {
 		return "", w.pathErr(tool, p, err)
 	}
