@@ -182,7 +182,9 @@ func writeTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall
 	if err != nil {
 		return w.pathErr("Write", a.FilePath, err)
 	}
+	w.writeMu.Lock()
 	created, err := w.root.writeFile(rel, []byte(*a.Content))
+	w.writeMu.Unlock()
 	if err != nil {
 		return w.pathErr("Write", a.FilePath, err)
 	}
@@ -194,13 +196,15 @@ func writeTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall
 	return toolcall.Text(msg + w.feedback(ctx, rel))
 }
 
+type editArgs struct {
+	FilePath   string `json:"file_path"`
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all"`
+}
+
 func editTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
-	var a struct {
-		FilePath   string `json:"file_path"`
-		OldString  string `json:"old_string"`
-		NewString  string `json:"new_string"`
-		ReplaceAll bool   `json:"replace_all"`
-	}
+	var a editArgs
 	if err := decode(raw, &a); err != nil {
 		return toolcall.Errorf("Edit: %v", err)
 	}
@@ -211,41 +215,54 @@ func editTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 	if err != nil {
 		return w.pathErr("Edit", a.FilePath, err)
 	}
+	msg, fail := w.edit(rel, a)
+	if fail != nil {
+		return fail
+	}
+	return toolcall.Text(msg + w.feedback(ctx, rel))
+}
+
+// edit reads, changes and replaces rel under writeMu: Edits of one file
+// side by side (Promise.all in a program) each renamed their copy over
+// it, and all but the last were lost.
+func (w *Workspace) edit(rel string, a editArgs) (string, *toolcall.Result) {
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
 	f, err := w.root.open(rel, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && a.OldString == "" {
 			if _, err := w.root.writeFile(rel, []byte(a.NewString)); err != nil {
-				return w.pathErr("Edit", a.FilePath, err)
+				return "", w.pathErr("Edit", a.FilePath, err)
 			}
-			return toolcall.Text(fmt.Sprintf("Created %s", w.display(rel)) + w.feedback(ctx, rel))
+			return fmt.Sprintf("Created %s", w.display(rel)), nil
 		}
-		return w.pathErr("Edit", a.FilePath, err)
+		return "", w.pathErr("Edit", a.FilePath, err)
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
 		f.Close()
-		return toolcall.Errorf("Edit: %s is not a regular file", quotePath(a.FilePath))
+		return "", toolcall.Errorf("Edit: %s is not a regular file", quotePath(a.FilePath))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, readMaxBytes+1))
 	f.Close()
 	if err != nil {
-		return w.pathErr("Edit", a.FilePath, err)
+		return "", w.pathErr("Edit", a.FilePath, err)
 	}
 	if len(data) > readMaxBytes {
 		// Only the first readMaxBytes were read: writing the edit back
 		// would cut the file there.
-		return toolcall.Errorf("Edit: %s is over %d MiB, more than Edit loads; change it with Bash (e.g. sed -i) instead", quotePath(a.FilePath), readMaxBytes>>20)
+		return "", toolcall.Errorf("Edit: %s is over %d MiB, more than Edit loads; change it with Bash (e.g. sed -i) instead", quotePath(a.FilePath), readMaxBytes>>20)
 	}
 	text := string(data)
 	if a.OldString == "" {
-		return toolcall.Errorf("Edit: old_string is empty but %s exists; give the exact text to replace, or use Write to replace the whole file", quotePath(a.FilePath))
+		return "", toolcall.Errorf("Edit: old_string is empty but %s exists; give the exact text to replace, or use Write to replace the whole file", quotePath(a.FilePath))
 	}
 	n := strings.Count(text, a.OldString)
 	switch {
 	case n == 0:
-		return toolcall.Errorf("Edit: old_string was not found in %s (0 matches); Read the file and copy the text exactly, including whitespace and indentation", quotePath(a.FilePath))
+		return "", toolcall.Errorf("Edit: old_string was not found in %s (0 matches); Read the file and copy the text exactly, including whitespace and indentation", quotePath(a.FilePath))
 	case n > 1 && !a.ReplaceAll:
-		return toolcall.Errorf("Edit: old_string matches %d places in %s; add surrounding lines to make it unique, or set replace_all: true to change all %d", n, quotePath(a.FilePath), n)
+		return "", toolcall.Errorf("Edit: old_string matches %d places in %s; add surrounding lines to make it unique, or set replace_all: true to change all %d", n, quotePath(a.FilePath), n)
 	}
 	if a.ReplaceAll {
 		text = strings.ReplaceAll(text, a.OldString, a.NewString)
@@ -253,10 +270,9 @@ func editTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		text = strings.Replace(text, a.OldString, a.NewString, 1)
 	}
 	if _, err := w.root.writeFile(rel, []byte(text)); err != nil {
-		return w.pathErr("Edit", a.FilePath, err)
+		return "", w.pathErr("Edit", a.FilePath, err)
 	}
-	msg := fmt.Sprintf("Edited %s: replaced %d occurrence(s)", w.display(rel), max(1, n*btoi(a.ReplaceAll)))
-	return toolcall.Text(msg + w.feedback(ctx, rel))
+	return fmt.Sprintf("Edited %s: replaced %d occurrence(s)", w.display(rel), max(1, n*btoi(a.ReplaceAll))), nil
 }
 
 func btoi(b bool) int {

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -322,5 +324,36 @@ func TestSearchThroughInsideSymlinks(t *testing.T) {
 	}
 	if got := f.expectOK("Glob", map[string]any{"pattern": "*.md", "path": "abs-docs"}); !strings.Contains(got, "AGENTS.md") {
 		t.Errorf("Glob of the linked folder = %q", got)
+	}
+}
+
+// TestConcurrentEditsAllLand runs Edits of one file side by side, as
+// Promise.all in a program does: each read the file, replaced its text
+// and renamed its copy over the file, so all reported success and the
+// last rename undid the others.
+func TestConcurrentEditsAllLand(t *testing.T) {
+	f := newFixture(t, nil)
+	const n = 32
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "key%02d\n", i)
+	}
+	f.write("f.txt", b.String())
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			raw, _ := json.Marshal(map[string]any{"file_path": "f.txt", "old_string": fmt.Sprintf("key%02d", i), "new_string": fmt.Sprintf("val%02d", i)})
+			if res := f.w.Call(t.Context(), "Edit", raw); res.IsError {
+				t.Errorf("Edit %d: %s", i, res.TextContent())
+			}
+		})
+	}
+	wg.Wait()
+	data, err := os.ReadFile(filepath.Join(f.root, "f.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := strings.Count(string(data), "key"); left > 0 {
+		t.Errorf("%d of %d concurrent edits were lost:\n%s", left, n, data)
 	}
 }

@@ -38,6 +38,10 @@ type Workspace struct {
 	// confine is how Bash commands are contained; see confine.go.
 	confine *confinement
 
+	// writeMu orders Write and Edit, so an Edit's read, change and
+	// rename is not undone by another's.
+	writeMu sync.Mutex
+
 	closeOnce sync.Once
 	closeErr  error
 
