@@ -37,6 +37,9 @@ const (
 	startTimeout = 30 * time.Second
 )
 
+// errClosed is a worker start refused because the pool closed.
+var errClosed = errors.New("the sandbox is shutting down")
+
 // WorkerOptions configure NewPool.
 type WorkerOptions struct {
 	// Command returns a new, unstarted command that runs ServeWorker:
@@ -135,6 +138,10 @@ func (p *Pool) startFirst() {
 	w, err := p.startWorker()
 	if err != nil {
 		p.firstErr = fmt.Errorf("sandbox: start a worker process: %w", err)
+		if errors.Is(err, errClosed) {
+			p.gone()
+			return
+		}
 		p.log.Error("sandbox: the first worker process could not start; call_tool_chain programs fail until a worker starts", "err", err)
 		p.gone()
 		return
@@ -256,7 +263,7 @@ func (p *Pool) take(ctx context.Context) (*worker, error) {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return nil, errors.New("the sandbox is shutting down")
+			return nil, errClosed
 		}
 		if p.live < p.lim.MaxConcurrent {
 			p.live++
@@ -296,7 +303,9 @@ func (p *Pool) spare() {
 	go func() {
 		w, err := p.startWorker()
 		if err != nil {
-			p.log.Error("sandbox: start a spare worker process", "err", err)
+			if !errors.Is(err, errClosed) {
+				p.log.Error("sandbox: start a spare worker process", "err", err)
+			}
 			p.gone()
 			return
 		}

@@ -87,8 +87,20 @@ func (p *Pool) spawn(id int, cg *cgroupChild) (*worker, error) {
 		return nil, fmt.Errorf("run %s: %w", strings.Join(cmd.Args, " "), err)
 	}
 	p.mu.Lock()
-	p.all[w] = struct{}{}
+	closed := p.closed
+	if !closed {
+		p.all[w] = struct{}{}
+	}
 	p.mu.Unlock()
+	if closed {
+		// Close has killed the workers it knew of; a spare started beside
+		// a run would otherwise idle until kiln exits.
+		_ = cmd.Process.Kill()
+		inW.Close()
+		_ = cmd.Wait()
+		outR.Close()
+		return nil, errClosed
+	}
 	go func() {
 		defer close(w.frames)
 		defer outR.Close()

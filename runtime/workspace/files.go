@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -10,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +43,7 @@ func readTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolcall.Re
 	if err := decode(raw, &a); err != nil {
 		return toolcall.Errorf("Read: %v", err)
 	}
-	rel, err := w.root.Resolve(a.FilePath)
+	rel, err := w.root.resolveTarget(a.FilePath)
 	if err != nil {
 		return w.pathErr("Read", a.FilePath, err)
 	}
@@ -60,59 +62,109 @@ func readTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolcall.Re
 	if !fi.Mode().IsRegular() {
 		return toolcall.Errorf("Read: %s is not a regular file (%s); Read only reads files", quotePath(a.FilePath), fi.Mode().Type())
 	}
-	data, err := io.ReadAll(io.LimitReader(f, readMaxBytes+1))
-	if err != nil {
-		return w.pathErr("Read", a.FilePath, err)
-	}
+	// At most the size it had when opened: a file a background command
+	// keeps appending to would otherwise be read forever.
+	br := bufio.NewReaderSize(io.LimitReader(f, max(fi.Size(), readMaxBytes)), 64<<10)
 	if mime, ok := imageTypes[strings.ToLower(filepath.Ext(rel))]; ok {
+		data, err := io.ReadAll(io.LimitReader(br, readMaxBytes+1))
+		if err != nil {
+			return w.pathErr("Read", a.FilePath, err)
+		}
 		if len(data) > readMaxBytes {
 			return toolcall.Errorf("Read: image %s is over %d bytes", quotePath(a.FilePath), readMaxBytes)
 		}
 		block, _ := json.Marshal(map[string]string{"type": "image", "data": base64.StdEncoding.EncodeToString(data), "mimeType": mime})
 		return &toolcall.Result{Content: []json.RawMessage{block}}
 	}
-	if bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
+	head, err := br.Peek(8192)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return w.pathErr("Read", a.FilePath, err)
+	}
+	if bytes.IndexByte(head, 0) >= 0 {
 		return toolcall.Errorf("Read: %s looks binary (it holds NUL bytes); inspect it with Bash (e.g. xxd | head) instead", quotePath(a.FilePath))
 	}
-	if len(data) == 0 {
+	if len(head) == 0 {
 		return toolcall.Text("(the file exists and is empty)")
 	}
-	return toolcall.Text(w.capText(numberLines(string(data), a.Offset, a.Limit)))
+	text, err := numberLines(br, a.Offset, a.Limit)
+	if err != nil {
+		return w.pathErr("Read", a.FilePath, err)
+	}
+	return toolcall.Text(w.capText(text))
 }
 
-// numberLines renders lines offset.. (1-based) cat -n style, cutting
-// long lines.
-func numberLines(s string, offset, limit int) string {
+// numberLines renders lines offset.. (1-based) of r cat -n style, cutting
+// long lines. It reads r to its end, to count the lines after the window,
+// but keeps only the window: a file is not loaded whole, so offset
+// reaches lines past any size limit.
+func numberLines(r *bufio.Reader, offset, limit int) (string, error) {
 	if offset < 1 {
 		offset = 1
 	}
 	if limit <= 0 {
 		limit = readDefaultLimit
 	}
-	lines := strings.SplitAfter(s, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	if offset > len(lines) {
-		return fmt.Sprintf("(the file has %d lines; offset %d is past its end)", len(lines), offset)
-	}
-	var b strings.Builder
-	end := min(len(lines), offset-1+limit)
-	for i := offset - 1; i < end; i++ {
-		line := strings.TrimRight(lines[i], "\r\n")
-		if len(line) > readLineCut {
-			cut := readLineCut
-			for cut > 0 && line[cut]&0xC0 == 0x80 {
-				cut--
+	end := offset - 1 + min(limit, math.MaxInt-offset)
+	var (
+		b       strings.Builder
+		n       int    // complete lines read
+		lineLen int    // bytes of line n+1 read so far
+		cur     []byte // its first readLineCut+1 bytes, in the window
+		over    bool   // it has more than line ends past readLineCut
+	)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if n >= offset-1 && n < end {
+			if lineLen <= readLineCut {
+				cur = append(cur, chunk[:min(len(chunk), readLineCut+1-lineLen)]...)
 			}
-			line = line[:cut] + "… [line cut]"
+			for _, c := range chunk[min(len(chunk), max(0, readLineCut-lineLen)):] {
+				over = over || (c != '\r' && c != '\n')
+			}
 		}
-		fmt.Fprintf(&b, "%6d\t%s\n", i+1, line)
+		lineLen += len(chunk)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return "", err
+		}
+		if lineLen > 0 {
+			if n >= offset-1 && n < end {
+				writeLine(&b, n+1, cur, over)
+				if b.Len() >= readMaxBytes {
+					// A window this large is cut to max_output anyway.
+					end = n + 1
+				}
+			}
+			n++
+			lineLen, cur, over = 0, cur[:0], false
+		}
+		if err == io.EOF {
+			break
+		}
 	}
-	if end < len(lines) {
-		fmt.Fprintf(&b, "(%d more lines; continue with offset %d)\n", len(lines)-end, end+1)
+	if offset > n {
+		return fmt.Sprintf("(the file has %d lines; offset %d is past its end)", n, offset), nil
 	}
-	return b.String()
+	if end < n {
+		fmt.Fprintf(&b, "(%d more lines; continue with offset %d)\n", n-end, end+1)
+	}
+	return b.String(), nil
+}
+
+// writeLine writes line i; line holds its first readLineCut+1 bytes and
+// over says whether more than line ends came after them.
+func writeLine(b *strings.Builder, i int, line []byte, over bool) {
+	if over {
+		cut := readLineCut
+		for cut > 0 && line[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		fmt.Fprintf(b, "%6d\t%s… [line cut]\n", i, line[:cut])
+		return
+	}
+	fmt.Fprintf(b, "%6d\t%s\n", i, bytes.TrimRight(line[:min(len(line), readLineCut)], "\r\n"))
 }
 
 func writeTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
@@ -126,11 +178,13 @@ func writeTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall
 	if a.Content == nil {
 		return toolcall.Errorf("Write: content is missing; give the file's full new text (an empty string for an empty file)")
 	}
-	rel, err := w.root.Resolve(a.FilePath)
+	rel, err := w.root.resolveTarget(a.FilePath)
 	if err != nil {
 		return w.pathErr("Write", a.FilePath, err)
 	}
+	w.writeMu.Lock()
 	created, err := w.root.writeFile(rel, []byte(*a.Content))
+	w.writeMu.Unlock()
 	if err != nil {
 		return w.pathErr("Write", a.FilePath, err)
 	}
@@ -142,53 +196,73 @@ func writeTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall
 	return toolcall.Text(msg + w.feedback(ctx, rel))
 }
 
+type editArgs struct {
+	FilePath   string `json:"file_path"`
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all"`
+}
+
 func editTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
-	var a struct {
-		FilePath   string `json:"file_path"`
-		OldString  string `json:"old_string"`
-		NewString  string `json:"new_string"`
-		ReplaceAll bool   `json:"replace_all"`
-	}
+	var a editArgs
 	if err := decode(raw, &a); err != nil {
 		return toolcall.Errorf("Edit: %v", err)
 	}
 	if a.OldString == a.NewString {
 		return toolcall.Errorf("Edit: old_string and new_string are the same; nothing to change")
 	}
-	rel, err := w.root.Resolve(a.FilePath)
+	rel, err := w.root.resolveTarget(a.FilePath)
 	if err != nil {
 		return w.pathErr("Edit", a.FilePath, err)
 	}
+	msg, fail := w.edit(rel, a)
+	if fail != nil {
+		return fail
+	}
+	return toolcall.Text(msg + w.feedback(ctx, rel))
+}
+
+// edit reads, changes and replaces rel under writeMu: Edits of one file
+// side by side (Promise.all in a program) each renamed their copy over
+// it, and all but the last were lost.
+func (w *Workspace) edit(rel string, a editArgs) (string, *toolcall.Result) {
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
 	f, err := w.root.open(rel, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && a.OldString == "" {
 			if _, err := w.root.writeFile(rel, []byte(a.NewString)); err != nil {
-				return w.pathErr("Edit", a.FilePath, err)
+				return "", w.pathErr("Edit", a.FilePath, err)
 			}
-			return toolcall.Text(fmt.Sprintf("Created %s", w.display(rel)) + w.feedback(ctx, rel))
+			return fmt.Sprintf("Created %s", w.display(rel)), nil
 		}
-		return w.pathErr("Edit", a.FilePath, err)
+		return "", w.pathErr("Edit", a.FilePath, err)
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
 		f.Close()
-		return toolcall.Errorf("Edit: %s is not a regular file", quotePath(a.FilePath))
+		return "", toolcall.Errorf("Edit: %s is not a regular file", quotePath(a.FilePath))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, readMaxBytes+1))
 	f.Close()
 	if err != nil {
-		return w.pathErr("Edit", a.FilePath, err)
+		return "", w.pathErr("Edit", a.FilePath, err)
+	}
+	if len(data) > readMaxBytes {
+		// Only the first readMaxBytes were read: writing the edit back
+		// would cut the file there.
+		return "", toolcall.Errorf("Edit: %s is over %d MiB, more than Edit loads; change it with Bash (e.g. sed -i) instead", quotePath(a.FilePath), readMaxBytes>>20)
 	}
 	text := string(data)
 	if a.OldString == "" {
-		return toolcall.Errorf("Edit: old_string is empty but %s exists; give the exact text to replace, or use Write to replace the whole file", quotePath(a.FilePath))
+		return "", toolcall.Errorf("Edit: old_string is empty but %s exists; give the exact text to replace, or use Write to replace the whole file", quotePath(a.FilePath))
 	}
 	n := strings.Count(text, a.OldString)
 	switch {
 	case n == 0:
-		return toolcall.Errorf("Edit: old_string was not found in %s (0 matches); Read the file and copy the text exactly, including whitespace and indentation", quotePath(a.FilePath))
+		return "", toolcall.Errorf("Edit: old_string was not found in %s (0 matches); Read the file and copy the text exactly, including whitespace and indentation", quotePath(a.FilePath))
 	case n > 1 && !a.ReplaceAll:
-		return toolcall.Errorf("Edit: old_string matches %d places in %s; add surrounding lines to make it unique, or set replace_all: true to change all %d", n, quotePath(a.FilePath), n)
+		return "", toolcall.Errorf("Edit: old_string matches %d places in %s; add surrounding lines to make it unique, or set replace_all: true to change all %d", n, quotePath(a.FilePath), n)
 	}
 	if a.ReplaceAll {
 		text = strings.ReplaceAll(text, a.OldString, a.NewString)
@@ -196,10 +270,9 @@ func editTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		text = strings.Replace(text, a.OldString, a.NewString, 1)
 	}
 	if _, err := w.root.writeFile(rel, []byte(text)); err != nil {
-		return w.pathErr("Edit", a.FilePath, err)
+		return "", w.pathErr("Edit", a.FilePath, err)
 	}
-	msg := fmt.Sprintf("Edited %s: replaced %d occurrence(s)", w.display(rel), max(1, n*btoi(a.ReplaceAll)))
-	return toolcall.Text(msg + w.feedback(ctx, rel))
+	return fmt.Sprintf("Edited %s: replaced %d occurrence(s)", w.display(rel), max(1, n*btoi(a.ReplaceAll))), nil
 }
 
 func btoi(b bool) int {
@@ -235,7 +308,9 @@ func (r *Root) mkdirAll(rel string) error {
 
 // writeFile replaces rel atomically: the text goes to a temporary file in
 // the same folder, opened beneath the root, which is then renamed over
-// the old one. A symlink at rel is replaced, not written through.
+// the old one. A symlink at rel is replaced, not written through: callers
+// pass rel with the links inside the root resolved (resolveTarget), so
+// only one swapped in since is.
 func (r *Root) writeFile(rel string, data []byte) (created bool, err error) {
 	dir, base := filepath.Dir(rel), filepath.Base(rel)
 	if rel == "." {

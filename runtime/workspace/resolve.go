@@ -89,13 +89,30 @@ func quotePath(p string) string {
 // the result must still be inside. This is the early, friendly check: the
 // opens themselves are made beneath the root as well.
 func (r *Root) Resolve(p string) (string, error) {
+	rel, _, err := r.resolve(p)
+	return rel, err
+}
+
+// resolveTarget is Resolve with the symlinks that exist on the path
+// resolved (all inside the root, as Resolve checked): Write and Edit then
+// change a link's target instead of replacing the link with a copy, and
+// a link with an absolute target inside is opened as that target, which
+// openat2's RESOLVE_BENEATH refuses as a link, wherever it points.
+func (r *Root) resolveTarget(p string) (string, error) {
+	_, target, err := r.resolve(p)
+	return target, err
+}
+
+// resolve returns p relative to the root as written and with its
+// existing symlinks resolved.
+func (r *Root) resolve(p string) (rel, target string, err error) {
 	switch {
 	case p == "":
-		return "", &PathError{Path: p, Reason: "empty path; give a file path relative to the workspace root or absolute inside " + r.dir}
+		return "", "", &PathError{Path: p, Reason: "empty path; give a file path relative to the workspace root or absolute inside " + r.dir}
 	case strings.IndexByte(p, 0) >= 0:
-		return "", &PathError{Path: p, Reason: "contains a NUL byte, which no file name can hold", Err: ErrOutside}
+		return "", "", &PathError{Path: p, Reason: "contains a NUL byte, which no file name can hold", Err: ErrOutside}
 	case len(p) > maxPathLen:
-		return "", &PathError{Path: p, Reason: fmt.Sprintf("path is %d bytes, longer than the %d the system allows", len(p), maxPathLen)}
+		return "", "", &PathError{Path: p, Reason: fmt.Sprintf("path is %d bytes, longer than the %d the system allows", len(p), maxPathLen)}
 	}
 	abs := p
 	if !filepath.IsAbs(abs) {
@@ -104,17 +121,18 @@ func (r *Root) Resolve(p string) (string, error) {
 	abs = filepath.Clean(abs)
 	rel, ok := r.inside(abs)
 	if !ok {
-		return "", r.outside(p)
+		return "", "", r.outside(p)
 	}
 	// Walk symlinks through the components that exist.
 	real, err := r.evalExisting(rel)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if _, ok := r.inside(real); !ok {
-		return "", &PathError{Path: p, Reason: "a symlink on this path leads outside the workspace root " + r.dir + "; refused", Err: ErrOutside}
+	target, ok = r.inside(real)
+	if !ok {
+		return "", "", &PathError{Path: p, Reason: "a symlink on this path leads outside the workspace root " + r.dir + "; refused", Err: ErrOutside}
 	}
-	return rel, nil
+	return rel, target, nil
 }
 
 func (r *Root) outside(p string) error {

@@ -122,59 +122,117 @@ func (i statInfo) Mode() fs.FileMode {
 	return m
 }
 
-// globMatch matches a slash-separated path against a pattern where **
-// spans any number of folders and {a,b} offers alternatives.
-func globMatch(pattern, name string) bool {
-	for _, p := range expandBraces(pattern) {
-		if matchSegs(strings.Split(p, "/"), strings.Split(name, "/")) {
+// maxGlobAlternatives bounds the patterns one glob's {a,b} groups
+// expand to: each group multiplies them, and thirty {a,b} groups (150
+// bytes) expanded to a billion strings, more memory than kiln has.
+const maxGlobAlternatives = 1024
+
+// glob is a compiled slash-separated pattern where ** spans any number of
+// folders and {a,b} offers alternatives.
+type glob struct {
+	alts [][]string // each alternative split into segments
+}
+
+// compileGlob expands pattern's braces once, so a walk does not expand
+// them again for every file.
+func compileGlob(pattern string) (*glob, error) {
+	alts, err := expandBraces(pattern)
+	if err != nil {
+		return nil, err
+	}
+	g := &glob{}
+	for _, a := range alts {
+		segs := strings.Split(a, "/")
+		for _, s := range segs {
+			if _, err := path.Match(s, ""); err != nil {
+				return nil, err
+			}
+		}
+		g.alts = append(g.alts, segs)
+	}
+	return g, nil
+}
+
+// match reports whether name, slash-separated, matches.
+func (g *glob) match(name string) bool {
+	segs := strings.Split(name, "/")
+	for _, p := range g.alts {
+		if matchSegs(p, segs) {
 			return true
 		}
 	}
 	return false
 }
 
+// matchSegs is wildcard matching over segments, ** as the star: on a
+// mismatch it backtracks only to the last **, so it takes at most
+// len(pat)×len(segs) steps. Trying every split for every ** took
+// exponential time (twelve **/a/ against a 40-folder path ran for
+// hours).
 func matchSegs(pat, segs []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(segs); i++ {
-				if matchSegs(pat[1:], segs[i:]) {
-					return true
-				}
+	pi, si := 0, 0
+	star, mark := -1, 0
+	for si < len(segs) {
+		switch {
+		case pi < len(pat) && pat[pi] == "**":
+			star, mark = pi, si
+			pi++
+		case pi < len(pat) && segMatch(pat[pi], segs[si]):
+			pi++
+			si++
+		case star >= 0:
+			mark++
+			pi, si = star+1, mark
+		default:
+			return false
+		}
+	}
+	for pi < len(pat) && pat[pi] == "**" {
+		pi++
+	}
+	return pi == len(pat)
+}
+
+func segMatch(pat, seg string) bool {
+	ok, _ := path.Match(pat, seg)
+	return ok
+}
+
+// expandBraces expands every {a,b} group, the first group first, and
+// refuses more than maxGlobAlternatives results.
+func expandBraces(p string) ([]string, error) {
+	out := []string{p}
+	for grew := true; grew; {
+		grew = false
+		var next []string
+		for _, s := range out {
+			i := strings.IndexByte(s, '{')
+			j := strings.IndexByte(s[max(i, 0):], '}')
+			if i < 0 || j < 0 {
+				next = append(next, s)
+				continue
 			}
-			return false
+			j += i
+			grew = true
+			for alt := range strings.SplitSeq(s[i+1:j], ",") {
+				if len(next) == maxGlobAlternatives {
+					return nil, fmt.Errorf("its {…} groups expand to more than %d alternatives; use fewer groups or run several searches", maxGlobAlternatives)
+				}
+				next = append(next, s[:i]+alt+s[j+1:])
+			}
 		}
-		if len(segs) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], segs[0]); !ok {
-			return false
-		}
-		pat, segs = pat[1:], segs[1:]
+		out = next
 	}
-	return len(segs) == 0
+	return out, nil
 }
 
-// expandBraces expands the first {a,b} group recursively.
-func expandBraces(p string) []string {
-	i := strings.IndexByte(p, '{')
-	j := strings.IndexByte(p[max(i, 0):], '}')
-	if i < 0 || j < 0 {
-		return []string{p}
-	}
-	j += i
-	var out []string
-	for _, alt := range strings.Split(p[i+1:j], ",") {
-		out = append(out, expandBraces(p[:i]+alt+p[j+1:])...)
-	}
-	return out
-}
-
-// searchDir resolves a Glob or Grep path argument (default: the root).
+// searchDir resolves a Glob or Grep path argument (default: the root) to
+// its target: a file or folder linked from inside the root is searched.
 func (w *Workspace) searchDir(tool, p string) (string, *toolcall.Result) {
 	if p == "" {
 		return ".", nil
 	}
-	rel, err := w.root.Resolve(p)
+	rel, err := w.root.resolveTarget(p)
 	if err != nil {
 		return "", w.pathErr(tool, p, err)
 	}
@@ -192,9 +250,9 @@ func globTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 	if a.Pattern == "" {
 		return toolcall.Errorf("Glob: pattern is empty; give one such as **/*.go")
 	}
-	pat := strings.TrimPrefix(filepath.ToSlash(a.Pattern), "./")
-	if _, err := path.Match(strings.ReplaceAll(pat, "**", "*"), ""); err != nil {
-		return toolcall.Errorf("Glob: pattern %q is malformed: %v", a.Pattern, err)
+	pat, err := compileGlob(strings.TrimPrefix(filepath.ToSlash(a.Pattern), "./"))
+	if err != nil {
+		return toolcall.Errorf("Glob: pattern %q is malformed: %v", cut(a.Pattern, 200), err)
 	}
 	base, bad := w.searchDir("Glob", a.Path)
 	if bad != nil {
@@ -205,9 +263,9 @@ func globTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		mod time.Time
 	}
 	var hits []hit
-	err := w.root.walkTree(ctx, base, func(rel string, d fs.DirEntry) error {
+	err = w.root.walkTree(ctx, base, func(rel string, d fs.DirEntry) error {
 		sub, _ := filepath.Rel(base, rel)
-		if !d.IsDir() && globMatch(pat, filepath.ToSlash(sub)) {
+		if !d.IsDir() && pat.match(filepath.ToSlash(sub)) {
 			var mod time.Time
 			if info, err := d.Info(); err == nil {
 				mod = info.ModTime()
@@ -290,13 +348,19 @@ func grepTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 	if mode != "content" && mode != "files_with_matches" && mode != "count" {
 		return toolcall.Errorf("Grep: output_mode %q is not one of content, files_with_matches, count", a.OutputMode)
 	}
-	fileGlob := a.Glob
+	globText := a.Glob
 	if a.Type != "" {
 		g, ok := grepTypes[a.Type]
 		if !ok {
 			return toolcall.Errorf("Grep: unknown type %q; known types: %s (or use glob)", a.Type, strings.Join(slices.Sorted(mapKeys(grepTypes)), ", "))
 		}
-		fileGlob = g
+		globText = g
+	}
+	var fileGlob *glob
+	if globText != "" {
+		if fileGlob, err = compileGlob(filepath.ToSlash(globText)); err != nil {
+			return toolcall.Errorf("Grep: glob %q is malformed: %v", cut(globText, 200), err)
+		}
 	}
 	base, bad := w.searchDir("Grep", a.Path)
 	if bad != nil {
@@ -354,7 +418,7 @@ func grepTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 			if !d.Type().IsRegular() {
 				return nil
 			}
-			if fileGlob != "" && !globMatch(fileGlob, d.Name()) && !globMatch(fileGlob, filepath.ToSlash(rel)) {
+			if fileGlob != nil && !fileGlob.match(d.Name()) && !fileGlob.match(filepath.ToSlash(rel)) {
 				return nil
 			}
 			visit(rel)

@@ -27,42 +27,79 @@ const (
 	// waitDelay bounds how long Wait waits for pipes a killed command's
 	// escaped descendants might hold.
 	waitDelay = 500 * time.Millisecond
+	// maxBackgroundShells bounds the background shells one workspace
+	// tracks, running or finished and unread: each holds up to outBufMax
+	// of output, and a program looping over Bash could start thousands.
+	maxBackgroundShells = 16
 )
 
 // outBuf collects a command's stdout and stderr, interleaved as a
-// terminal shows them.
+// terminal shows them. It keeps the newest outBufMax bytes in a ring:
+// dropping the oldest by copying the rest cost a copy of the whole buffer
+// per pipe read once full (32 GiB allocated for 64 MiB of output).
 type outBuf struct {
-	mu      sync.Mutex
-	b       []byte
-	dropped int // bytes dropped from the front
+	mu    sync.Mutex
+	ring  []byte // grows to outBufMax, then wraps
+	next  int    // where the next byte goes once the ring is full
+	total int    // bytes ever written
 }
 
 func (o *outBuf) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.b = append(o.b, p...)
-	if over := len(o.b) - outBufMax; over > 0 {
-		o.b = append(o.b[:0:0], o.b[over:]...)
-		o.dropped += over
+	n := len(p)
+	o.total += n
+	if len(p) > outBufMax {
+		p = p[len(p)-outBufMax:]
 	}
-	return len(p), nil
+	if room := outBufMax - len(o.ring); room > 0 {
+		k := min(room, len(p))
+		if len(o.ring)+k > cap(o.ring) {
+			// Doubling, capped: append's growth of a large slice by a
+			// quarter at a time would allocate five times the cap.
+			grown := make([]byte, len(o.ring), min(outBufMax, max(2*cap(o.ring), len(o.ring)+k, 4096)))
+			copy(grown, o.ring)
+			o.ring = grown
+		}
+		o.ring = append(o.ring, p[:k]...)
+		p = p[k:]
+	}
+	for len(p) > 0 {
+		k := copy(o.ring[o.next:], p)
+		p = p[k:]
+		o.next = (o.next + k) % outBufMax
+	}
+	return n, nil
 }
 
-// since returns output from absolute offset off and the new offset.
+// since returns output from absolute offset off, the new offset, and how
+// many bytes after off were dropped.
 func (o *outBuf) since(off int) (string, int, int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	first := o.total - len(o.ring)
 	lost := 0
-	start := off - o.dropped
-	if start < 0 {
-		lost, start = -start, 0
+	if off < first {
+		lost, off = first-off, first
 	}
-	return string(o.b[start:]), o.dropped + len(o.b), lost
+	older, newer := o.ring[o.next:], o.ring[:o.next]
+	skip := off - first
+	var b strings.Builder
+	b.Grow(len(o.ring) - skip)
+	if skip < len(older) {
+		b.Write(older[skip:])
+		b.Write(newer)
+	} else {
+		b.Write(newer[skip-len(older):])
+	}
+	return b.String(), o.total, lost
 }
 
 // shell is one running or finished command.
 type shell struct {
 	id, command string
+	seq         int // the number in id, for oldest-first order
+	background  bool
 	// owner is the client session that started it ("" when none is
 	// known): EndSession kills its shells.
 	owner   string
@@ -113,7 +150,8 @@ func (w *Workspace) spawn(script string) (*shell, error) {
 		return nil, errors.New("the workspace is shutting down")
 	}
 	w.nextID++
-	id := "bash_" + strconv.Itoa(w.nextID)
+	seq := w.nextID
+	id := "bash_" + strconv.Itoa(seq)
 	w.mu.Unlock()
 	out := &outBuf{}
 	cmd, err := w.start(script, func(c *exec.Cmd) {
@@ -123,7 +161,7 @@ func (w *Workspace) spawn(script string) (*shell, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &shell{id: id, command: script, cmd: cmd, out: out, started: time.Now(), done: make(chan struct{})}
+	s := &shell{id: id, seq: seq, command: script, cmd: cmd, out: out, started: time.Now(), done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		var ee *exec.ExitError
@@ -182,8 +220,40 @@ func (w *Workspace) track(s *shell) {
 
 func (w *Workspace) untrack(s *shell) {
 	w.mu.Lock()
-	delete(w.shells, s.id)
+	if w.shells[s.id] == s {
+		delete(w.shells, s.id)
+		if s.background {
+			w.background--
+		}
+	}
 	w.mu.Unlock()
+}
+
+// admitBackground takes a place for one more background shell. When all
+// maxBackgroundShells are taken it forgets the oldest finished one nobody
+// read; it reports false when every one is still running.
+func (w *Workspace) admitBackground() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.background < maxBackgroundShells {
+		w.background++
+		return true
+	}
+	var oldest *shell
+	for _, s := range w.shells {
+		select {
+		case <-s.done:
+			if s.background && (oldest == nil || s.seq < oldest.seq) {
+				oldest = s
+			}
+		default:
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	delete(w.shells, oldest.id)
+	return true
 }
 
 func bashTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
@@ -207,18 +277,27 @@ func bashTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		return toolcall.Errorf("Bash: timeout must be positive milliseconds")
 	}
 	if a.Timeout > 0 {
-		timeout = time.Duration(a.Timeout) * time.Millisecond
+		// Compared in milliseconds: 2^60 ms as nanoseconds wraps negative.
+		timeout = time.Duration(min(a.Timeout, w.cfg.Bash.MaxTimeout.Milliseconds()+1)) * time.Millisecond
 		if timeout > w.cfg.Bash.MaxTimeout {
 			return toolcall.Errorf("Bash: timeout %d ms is over this workspace's maximum of %d ms; ask for at most that, or use run_in_background: true",
 				a.Timeout, w.cfg.Bash.MaxTimeout.Milliseconds())
 		}
 	}
 	if a.RunInBackground {
+		if !w.admitBackground() {
+			return toolcall.Errorf("Bash: %d background shells are running already: %s; stop one with KillShell or wait for one to finish, then start this one",
+				maxBackgroundShells, w.shellList())
+		}
 		s, err := w.spawn(a.Command)
 		if err != nil {
+			w.mu.Lock()
+			w.background--
+			w.mu.Unlock()
 			return toolcall.Errorf("Bash could not start the command: %v", err)
 		}
 		s.owner = sessionOf(ctx)
+		s.background = true
 		w.track(s)
 		go func() {
 			// Background shells live at most max_timeout.

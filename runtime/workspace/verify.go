@@ -110,7 +110,7 @@ func verifyTool(name string, pick func(project) string) func(*Workspace, context
 		}
 		timeout := w.cfg.Bash.Timeout
 		if a.Timeout > 0 {
-			timeout = min(time.Duration(a.Timeout)*time.Millisecond, w.cfg.Bash.MaxTimeout)
+			timeout = time.Duration(min(a.Timeout, w.cfg.Bash.MaxTimeout.Milliseconds())) * time.Millisecond
 		}
 		out, code, status, err := w.run(ctx, pick(p), timeout)
 		if err != nil {

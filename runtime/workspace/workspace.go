@@ -38,13 +38,19 @@ type Workspace struct {
 	// confine is how Bash commands are contained; see confine.go.
 	confine *confinement
 
+	// writeMu orders Write and Edit, so an Edit's read, change and
+	// rename is not undone by another's.
+	writeMu sync.Mutex
+
 	closeOnce sync.Once
 	closeErr  error
 
 	mu     sync.Mutex
 	shells map[string]*shell
-	nextID int
-	closed bool
+	// background counts the background shells in shells and starting.
+	background int
+	nextID     int
+	closed     bool
 }
 
 // Open prepares the workspace of backend b. It refuses to start when Bash
@@ -64,6 +70,12 @@ func Open(b *config.Backend, log *slog.Logger) (*Workspace, error) {
 	root, err := OpenRoot(cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("backend %q: %w", b.Name, err)
+	}
+	if _, inside := root.inside(realPath(cfg.StateDir)); inside {
+		// Beside the snapshots it holds kiln's OAuth tokens and
+		// registrations, and snapshot_restore would empty it with the root.
+		root.Close()
+		return nil, fmt.Errorf("backend %q: kiln's state folder %s lies inside root %s, where the workspace tools could read its tokens and change its files; set gateway.state_dir to a folder outside root", b.Name, cfg.StateDir, root.dir)
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		root.Close()
@@ -203,4 +215,23 @@ func capText(s string, limit int) string {
 	head := textcut.Prefix(s, limit*2/3)
 	tail := textcut.Suffix(s, limit-limit*2/3)
 	return head + fmt.Sprintf("\n[… %d bytes cut to keep the output within max_output=%d …]\n", len(s)-len(head)-len(tail), limit) + tail
+}
+
+// realPath is p absolute with the symlinks of its longest existing
+// prefix resolved, for a folder that may not exist yet.
+func realPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	var rest []string
+	for cur := abs; ; cur = filepath.Dir(cur) {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		if cur == filepath.Dir(cur) {
+			return abs
+		}
+		rest = append([]string{filepath.Base(cur)}, rest...)
+	}
 }
