@@ -56,7 +56,7 @@ func (d *Dispatcher) clientRequest(ctx context.Context, name, method string, par
 func (d *Dispatcher) clientRequestOn(ctx context.Context, name, key, method string, params json.RawMessage) (json.RawMessage, error) {
 	d.obs.mu.Lock()
 	sessions := map[string]ClientSession{}
-	for _, obs := range d.obs.byBackend[key] {
+	for _, obs := range listening(d.obs.byBackend[key]) {
 		if obs.Client != nil {
 			sessions[obs.Client.SessionID()] = obs.Client
 		}

@@ -25,6 +25,29 @@ type Observer struct {
 	// Client, when set, answers the backend's requests to the client
 	// (sampling, elicitation, roots) made while it serves the call.
 	Client ClientSession
+	// aside marks the observer of a request that is not a tool call
+	// (resources/read, prompts/get, ...): it is asked and told only when
+	// no tool call listens on the backend, so one client's read never
+	// takes another's call's question or logs (see listening).
+	aside bool
+}
+
+// listening is who a backend's unaddressed question or log message may
+// be for among calls: the tool calls in flight, or, when there are none,
+// the other requests.
+func listening(calls map[string]*Observer) []*Observer {
+	var tools, aside []*Observer
+	for _, obs := range calls {
+		if obs.aside {
+			aside = append(aside, obs)
+		} else {
+			tools = append(tools, obs)
+		}
+	}
+	if len(tools) > 0 {
+		return tools
+	}
+	return aside
 }
 
 type observerKey struct{}
@@ -123,7 +146,7 @@ func (o *observers) trackAlone(ctx context.Context, backend, sid string) (opts b
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, other := range o.byBackend[backend] {
-		if other.Client != nil && other.Client.SessionID() != sid {
+		if !other.aside && other.Client != nil && other.Client.SessionID() != sid {
 			return opts, nil, false
 		}
 	}
@@ -204,10 +227,8 @@ func (d *Dispatcher) callNotification(backend, key, method string, params json.R
 		// (possibly other clients') it could belong to any of them.
 		d.obs.mu.Lock()
 		var target *Observer
-		if calls := d.obs.byBackend[key]; len(calls) == 1 {
-			for _, obs := range calls {
-				target = obs
-			}
+		if calls := listening(d.obs.byBackend[key]); len(calls) == 1 {
+			target = calls[0]
 		}
 		d.obs.mu.Unlock()
 		if target != nil && target.Log != nil {

@@ -18,9 +18,11 @@ import (
 // down gets the same error a tool call would.
 
 // onConn runs f on the backend's connection. A request made with a
-// context from WithObserver is tracked like a call:
-// what the backend asks the client while it serves it (a prompt that
-// samples) goes to that caller, and so do its log messages.
+// context from WithObserver is tracked like a call, aside: what the
+// backend asks the client while it serves it (a prompt that samples) goes
+// to that caller, and so do its log messages, unless a tool call is in
+// flight on the backend, whose they are taken to be (before, another
+// client's read in flight made a call's question be refused).
 func (d *Dispatcher) onConn(ctx context.Context, name, op string, f func(context.Context, *backend.Conn) error) error {
 	_, conn, lim, deadline, err := d.awaitConn(ctx, name, "")
 	if err != nil {
@@ -28,7 +30,13 @@ func (d *Dispatcher) onConn(ctx context.Context, name, op string, f func(context
 	}
 	cctx, cancel := context.WithDeadline(withClient(ctx), deadline)
 	defer cancel()
-	_, done := d.obs.track(cctx, name)
+	tctx := cctx
+	if obs := ObserverFrom(cctx); obs != nil {
+		aside := *obs
+		aside.aside = true
+		tctx = WithObserver(cctx, &aside)
+	}
+	_, done := d.obs.track(tctx, name)
 	defer done()
 	err = f(cctx, conn)
 	if err == nil {

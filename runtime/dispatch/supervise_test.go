@@ -113,6 +113,16 @@ func init() {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
+	s.AddTool(mcp.NewTool("sample"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		//lint:ignore SA1019 a server that samples in-band during a tool call
+		res, err := server.ServerFromContext(ctx).RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: mcp.CreateMessageParams{
+			Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent("hi")}}, MaxTokens: 5}})
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
+		text, _ := res.Content.(mcp.TextContent)
+		return mcp.NewToolResultText(text.Text), nil
+	})
 	s.AddTool(mcp.NewTool("pid"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText(strconv.Itoa(os.Getpid())), nil
 	})
@@ -178,7 +188,7 @@ func supervisedStarted(t *testing.T, mode string, tune func(*config.Config)) *Di
 	}
 	reg := registry.New()
 	var tools []manifest.Tool
-	for _, n := range []string{"pid", "die", "wait", "progress", "roots"} {
+	for _, n := range []string{"pid", "die", "wait", "progress", "roots", "sample"} {
 		tools = append(tools, manifest.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)})
 	}
 	if err := reg.Add(&manifest.Manifest{Version: 1, Backend: "sup", Tools: tools}, true); err != nil {
@@ -515,4 +525,39 @@ func TestSlowReadSaysWhatToDo(t *testing.T) {
 	if !errors.As(err, &de) || de.Code != CodeTimeout || !strings.Contains(err.Error(), "backends.sup.timeout") {
 		t.Errorf("read past the timeout: %v; want a timeout error naming backends.sup.timeout", err)
 	}
+}
+
+// Another client session's resources/read in flight on the shared session
+// does not take a tool call's question from it: the backend's sampling
+// during ada's call still reaches ada while bob's read hangs.
+func TestOtherSessionsReadLeavesTheCallsQuestion(t *testing.T) {
+	d := supervised(t, "serve", nil)
+	rctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		_, _ = d.ReadResource(WithObserver(rctx, &Observer{Client: sampler{"bob"}}), "sup", "sup://hang")
+	}()
+	// The read is in flight before the call starts.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		d.obs.mu.Lock()
+		n := len(d.obs.byBackend["sup"])
+		d.obs.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("bob's read never went out")
+		}
+	}
+	r, err := d.CallTool(WithObserver(t.Context(), &Observer{Client: sampler{"ada"}}), "sup", "sample", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IsError || r.TextContent() != "sampled by ada" {
+		t.Errorf("ada's call got %q (isError %v), want ada's own sampling answer", r.TextContent(), r.IsError)
+	}
+	cancel()
+	<-read
 }
