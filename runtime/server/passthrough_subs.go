@@ -210,6 +210,31 @@ func (l *logState) set(session string, level mcp.LoggingLevel) string {
 	return l.level
 }
 
+// drop forgets session's level and returns the level backends should get
+// now, or "" when it is unchanged. When no session has a level left,
+// backends keep the last one: MCP has no way to hand a backend back its
+// own default, and a session that never set a level gets every message
+// anyway (admits).
+func (l *logState) drop(session string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.levels[session]; !ok {
+		return ""
+	}
+	delete(l.levels, session)
+	var most mcp.LoggingLevel
+	for _, lv := range l.levels {
+		if most == "" || most.ShouldSendTo(lv) {
+			most = lv
+		}
+	}
+	if most == "" || string(most) == l.level {
+		return ""
+	}
+	l.level = string(most)
+	return l.level
+}
+
 // of returns the level session set, or "".
 func (l *logState) of(session string) mcp.LoggingLevel {
 	l.mu.Lock()
@@ -312,8 +337,14 @@ func (p *passthru) hook(h *server.Hooks) {
 	h.AddOnUnregisterSession(func(ctx context.Context, cs server.ClientSession) {
 		p.logs.mu.Lock()
 		delete(p.logs.sessions, cs.SessionID())
-		delete(p.logs.levels, cs.SessionID())
 		p.logs.mu.Unlock()
+		// The level backends get follows the sessions left: a departed
+		// session's debug kept every backend at debug for good.
+		if p.logs.drop(cs.SessionID()) != "" && p.s.opts.Passthrough != nil {
+			for _, name := range p.backendNames() {
+				p.logs.apply(context.WithoutCancel(ctx), p.s, name)
+			}
+		}
 		for _, uri := range p.subs.uris(cs.SessionID()) {
 			p.unsubscribe(context.WithoutCancel(ctx), cs.SessionID(), uri)
 		}

@@ -433,3 +433,31 @@ func TestSubscriptionFollowsTheURIsOwner(t *testing.T) {
 		}
 	})
 }
+
+// When the session that asked for debug leaves, backends get the most
+// verbose level of the sessions left, now and when they reconnect.
+func TestLevelFollowsTheSessionsLeft(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	reg := func(id, level string) {
+		sess := &connSession{id: id, notifications: make(chan mcp.JSONRPCNotification, 8)}
+		sess.Initialize()
+		if err := s.mcp.RegisterSession(t.Context(), sess); err != nil {
+			t.Fatal(err)
+		}
+		ctx := s.mcp.WithContext(t.Context(), sess)
+		s.mcp.HandleMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"`+level+`"}}`))
+	}
+	reg("verbose", "debug")
+	reg("quiet", "error")
+	f.mu.Lock()
+	f.calls = nil
+	f.mu.Unlock()
+	s.mcp.UnregisterSession(t.Context(), "verbose")
+	_ = s.Refresh(t.Context(), "beta")
+	f.mu.Lock()
+	calls := slices.Clone(f.calls)
+	f.mu.Unlock()
+	if slices.Contains(calls, "level beta debug") || !slices.Contains(calls, "level beta error") {
+		t.Errorf("after the debug session left, backends got %v, want error and no debug", calls)
+	}
+}
