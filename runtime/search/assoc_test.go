@@ -2,7 +2,9 @@ package search
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -163,5 +165,32 @@ func TestAssocMaxWords(t *testing.T) {
 	ix = BuildWith(assocCorpus(), cfg)
 	if got := ids(ix.Search("weather", Options{})); !slices.Contains(got, "met.hourly") {
 		t.Errorf("a tool under MaxWords was not expanded: %v", got)
+	}
+}
+
+// TestAssocSkipsManuals: a tool of more than maxSourceWords distinct
+// words teaches no associations (learning is quadratic in a tool's
+// words), while short tools sharing words still do.
+func TestAssocSkipsManuals(t *testing.T) {
+	cfg := assocConfig()
+	tk := &tokenizer{cfg: &cfg}
+	var manual strings.Builder
+	for i := range maxSourceWords + 1 {
+		fmt.Fprintf(&manual, "w%dx ", i)
+	}
+	docs := assocCorpus()
+	for i := range 3 {
+		docs = append(docs, NewDoc("big", fmt.Sprintf("manual%d", i), "", manual.String(), nil))
+	}
+	per := make([]docTerms, len(docs))
+	for i := range docs {
+		per[i] = analyze(tk, &cfg, &docs[i])
+	}
+	got := assocTerms(cfg.Assoc, per)
+	if _, ok := got["w0x"]; ok {
+		t.Errorf("words of tools over %d distinct words got associates: %v", maxSourceWords, got["w0x"])
+	}
+	if len(got["weather"]) == 0 {
+		t.Errorf("the short tools' associations are gone: %v", got)
 	}
 }
