@@ -174,6 +174,11 @@ func (o *observers) trackLocked(obs *Observer, backend string) (opts backendpkg.
 		defer o.mu.Unlock()
 		delete(o.byBackend[backend], tok)
 		o.withdrawLocked(backend)
+		if len(o.byBackend[backend]) == 0 {
+			// Keys name client sessions too (sessionKey): kept, they
+			// would grow with every session a long-running kiln served.
+			delete(o.byBackend, backend)
+		}
 	}
 }
 

@@ -561,3 +561,21 @@ func TestOtherSessionsReadLeavesTheCallsQuestion(t *testing.T) {
 	cancel()
 	<-read
 }
+
+// TestObserversForgetEndedSessions: the per-backend observer table keeps
+// no entry for a key (a backend, or a client session's own session on it)
+// once its calls have ended.
+func TestObserversForgetEndedSessions(t *testing.T) {
+	var o observers
+	ctx := WithObserver(t.Context(), &Observer{Client: sampler{"ada"}})
+	_, done1 := o.track(ctx, sessionKey("sup", "ada"))
+	_, done2 := o.track(ctx, sessionKey("sup", "ada"))
+	done1()
+	if len(o.byBackend) != 1 {
+		t.Fatalf("a call still in flight: table has %d keys, want 1", len(o.byBackend))
+	}
+	done2()
+	if len(o.byBackend) != 0 {
+		t.Errorf("every call ended: the table still holds %v", o.byBackend)
+	}
+}
