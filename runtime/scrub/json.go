@@ -21,6 +21,24 @@ func (sc *Scrubber) JSON(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
+// JSONExcept is JSON that leaves the top-level members named keep as they
+// are: a value the sender must get back byte for byte (a requestState the
+// backend verifies) is not text for a person to read.
+func (sc *Scrubber) JSONExcept(raw json.RawMessage, keep ...string) json.RawMessage {
+	out, _ := sc.json(raw, func(path []string, key string) bool {
+		if len(path) != 1 { // the document's own members
+			return false
+		}
+		for _, k := range keep {
+			if key == k {
+				return true
+			}
+		}
+		return false
+	})
+	return out
+}
+
 // skipFunc reports whether the string value under key, inside containers
 // reached through the keys in path, must be left untouched.
 type skipFunc func(path []string, key string) bool

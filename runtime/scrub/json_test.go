@@ -2,6 +2,7 @@ package scrub
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,5 +80,20 @@ func TestUnescape(t *testing.T) {
 		if _, ok := unescape(bad); ok {
 			t.Errorf("unescape(%q) ok, want failure", bad)
 		}
+	}
+}
+
+// TestJSONExceptKeepsTopLevelMembers: JSONExcept leaves the named members
+// of the document itself alone, and scrubs the same name deeper down.
+func TestJSONExceptKeepsTopLevelMembers(t *testing.T) {
+	sc := New(Options{})
+	secret := "ghp_" + strings.Repeat("a1B2", 9)
+	raw := `{"requestState":"` + secret + `","q":{"requestState":"` + secret + `","text":"` + secret + `"}}`
+	got := string(sc.JSONExcept(json.RawMessage(raw), "requestState"))
+	if want := `{"requestState":"` + secret + `","q":`; !strings.HasPrefix(got, want) {
+		t.Errorf("top-level requestState changed: %s", got)
+	}
+	if strings.Count(got, secret) != 1 {
+		t.Errorf("nested values kept the secret: %s", got)
 	}
 }

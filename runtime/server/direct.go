@@ -228,7 +228,7 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 				// Not kiln's state: the backend's own, from a round it
 				// asked (round.go). Kiln's own, known or not, goes to
 				// serveCall, which resumes it or says it is gone.
-				return roundResult(ctx, round, call(s.observe(ctx, req), req.Params.RawArguments))
+				return roundResult(ctx, s.opts.Scrubber, round, call(s.observe(ctx, req), req.Params.RawArguments))
 			}
 		}
 		// serveCall carries progress, logs and the backend's questions to
@@ -238,7 +238,7 @@ func (s *Server) directHandler(name, backend, tool string) server.ToolHandlerFun
 			return ask, nil
 		}
 		if round != nil {
-			return roundResult(ctx, round, out)
+			return roundResult(ctx, s.opts.Scrubber, round, out)
 		}
 		return answer(raw, out)
 	}

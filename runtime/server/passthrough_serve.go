@@ -102,11 +102,12 @@ func (p *passthru) prompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	raw, err := p.s.opts.Passthrough.GetPrompt(p.observed(ctx), ref.backend, ref.name, req.Params.Arguments)
 	if err != nil {
 		if round != nil && round.Err != nil {
-			relayError(ctx, round.Err)
+			relayError(ctx, scrubRPCError(p.s.opts.Scrubber, round.Err))
 		}
 		return nil, p.backendErr(err)
 	}
 	if round != nil && round.InputRequired != nil {
+		raw = scrubRound(p.s.opts.Scrubber, raw)
 		return mcp.ParseGetPromptResult(&raw)
 	}
 	var res struct {

@@ -461,3 +461,32 @@ func TestLevelFollowsTheSessionsLeft(t *testing.T) {
 		t.Errorf("after the debug session left, backends got %v, want error and no debug", calls)
 	}
 }
+
+// A backend's input-required round and its JSON-RPC error reach the
+// client scrubbed like any result (their questions are text a person
+// reads), except the requestState, which must go back to the backend as
+// it was sent even when it looks like a secret.
+func TestPassedThroughRoundsAreScrubbed(t *testing.T) {
+	sc := scrub.New(scrub.Options{})
+	secret := "ghp_" + strings.Repeat("a1B2", 9)
+	state := "password=" + secret
+	ir := json.RawMessage(`{"resultType":"input_required","requestState":"` + state + `","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"paste ` + secret + `","requestedSchema":{"type":"object"}}}}}`)
+	res, err := roundResult(t.Context(), sc, &backend.Round{InputRequired: ir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	if strings.Contains(strings.ReplaceAll(string(b), state, ""), secret) {
+		t.Errorf("the round's question kept the secret: %s", b)
+	}
+	if !strings.Contains(string(b), `"requestState":"`+state+`"`) {
+		t.Errorf("requestState changed: %s", b)
+	}
+	_, err = roundResult(t.Context(), sc, &backend.Round{Err: &mcp.JSONRPCErrorDetails{Code: -32021, Message: "token " + secret, Data: map[string]any{"hint": secret}}}, nil)
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("the relayed error kept the secret: %v", err)
+	}
+	if e := scrubRPCError(sc, &mcp.JSONRPCErrorDetails{Code: -32021, Message: "m", Data: map[string]any{"hint": secret}}); strings.Contains(string(e.Data.(json.RawMessage)), secret) || e.Code != -32021 {
+		t.Errorf("the relayed error's data kept the secret or lost its code: %+v", e)
+	}
+}

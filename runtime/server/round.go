@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/scrub"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -54,13 +55,14 @@ var errBackendRPC = errors.New("the backend refused the call")
 
 // roundResult is the client's answer for a passed-through round: the
 // backend's input-required result or JSON-RPC error as sent, else out.
-func roundResult(ctx context.Context, r *backend.Round, out *toolcall.Result) (*mcp.CallToolResult, error) {
+func roundResult(ctx context.Context, sc *scrub.Scrubber, r *backend.Round, out *toolcall.Result) (*mcp.CallToolResult, error) {
 	switch {
 	case r.Err != nil:
-		relayError(ctx, r.Err)
-		return nil, fmt.Errorf("%w with JSON-RPC error %d: %s", errBackendRPC, r.Err.Code, r.Err.Message)
+		e := scrubRPCError(sc, r.Err)
+		relayError(ctx, e)
+		return nil, fmt.Errorf("%w with JSON-RPC error %d: %s", errBackendRPC, e.Code, e.Message)
 	case r.InputRequired != nil:
-		raw := r.InputRequired
+		raw := scrubRound(sc, r.InputRequired)
 		res, err := mcp.ParseCallToolResult(&raw)
 		if err != nil {
 			return mcp.NewToolResultError("the backend's input-required result is malformed: " + err.Error()), nil
@@ -68,4 +70,24 @@ func roundResult(ctx context.Context, r *backend.Round, out *toolcall.Result) (*
 		return res, nil
 	}
 	return toMCP(out)
+}
+
+// scrubRound redacts secrets from a backend's input-required result as
+// from any other result (its questions are text a person reads), all but
+// its requestState, which the backend must get back as it sent it.
+func scrubRound(sc *scrub.Scrubber, raw json.RawMessage) json.RawMessage {
+	return sc.JSONExcept(raw, "requestState")
+}
+
+// scrubRPCError is a backend's JSON-RPC error with its message and data
+// scrubbed, for relaying to the client.
+func scrubRPCError(sc *scrub.Scrubber, e *mcp.JSONRPCErrorDetails) *mcp.JSONRPCErrorDetails {
+	out := *e
+	out.Message = sc.String(e.Message)
+	if e.Data != nil {
+		if raw, err := json.Marshal(e.Data); err == nil {
+			out.Data = json.RawMessage(sc.JSON(raw))
+		}
+	}
+	return &out
 }
