@@ -4,10 +4,8 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 )
 
@@ -17,20 +15,7 @@ import (
 // `kiln connect` relaying to a kiln daemon, one after another in one run.
 // Each reports p50 and p90 in µs; the difference of the p50s is the hop.
 func BenchmarkDaemonHop(b *testing.B) {
-	mods := filepath.Join(repoRoot(b), "tests/node_modules/@modelcontextprotocol")
-	cfg := filepath.Join(b.TempDir(), "kiln.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `version: 1
-gateway:
-  state_dir: %s
-  log_level: warn
-backends:
-  everything:
-    transport: stdio
-    command: node
-    args: [%s/server-everything/dist/index.js, stdio]
-`, b.TempDir(), mods), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	_, cfg := echoFleet(b)
 	xdg, err := os.MkdirTemp("", "kdb")
 	if err != nil {
 		b.Fatal(err)
@@ -42,12 +27,11 @@ backends:
 		_ = stop.Run()
 		os.RemoveAll(xdg)
 	})
-	code := `{"tool":"everything.echo","arguments":{"message":"hi"}}`
 	for _, mode := range []string{"serve", "connect"} {
 		b.Run("kiln-"+mode, func(b *testing.B) {
 			cs, srv := sdkStdio(b, env, kilnBin(b), mode, "--config", cfg)
 			benchCalls(b, srv, func(ctx context.Context) error {
-				return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": code})
+				return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": echoTier1})
 			})
 		})
 	}

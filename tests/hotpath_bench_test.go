@@ -32,21 +32,7 @@ import (
 // re-encodes each line. Their p50 minus direct's is what any process on
 // the path costs on this machine, the floor under kiln's figure.
 func BenchmarkEchoHop(b *testing.B) {
-	mods := filepath.Join(repoRoot(b), "tests/node_modules/@modelcontextprotocol")
-	everything := []string{"node", filepath.Join(mods, "server-everything/dist/index.js"), "stdio"}
-	cfg := filepath.Join(b.TempDir(), "kiln.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `version: 1
-gateway:
-  state_dir: %s
-  log_level: warn
-backends:
-  everything:
-    transport: stdio
-    command: node
-    args: [%s, stdio]
-`, b.TempDir(), everything[1]), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	everything, cfg := echoFleet(b)
 	b.Run("direct", func(b *testing.B) {
 		cs, cmd := sdkStdio(b, "", everything...)
 		benchCalls(b, cmd, func(ctx context.Context) error {
@@ -69,16 +55,14 @@ backends:
 	kiln := []string{kilnBin(b), "serve", "--config", cfg}
 	b.Run("kiln-tier1", func(b *testing.B) {
 		cs, cmd := sdkStdio(b, profileEnv(b), kiln...)
-		code := `{"tool":"everything.echo","arguments":{"message":"hi"}}`
 		benchCalls(b, cmd, func(ctx context.Context) error {
-			return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": code})
+			return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": echoTier1})
 		})
 	})
 	b.Run("kiln-tier2", func(b *testing.B) {
 		cs, cmd := sdkStdio(b, profileEnv(b), kiln...)
-		code := `await everything.echo({message: "hi"})`
 		benchCalls(b, cmd, func(ctx context.Context) error {
-			return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": code})
+			return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": echoTier2})
 		})
 	})
 	b.Run("kiln-meta", func(b *testing.B) {
@@ -88,6 +72,34 @@ backends:
 		})
 	})
 }
+
+// echoFleet returns the command line of server-everything over stdio and
+// a kiln.yaml serving it alone, for the hop benchmarks.
+func echoFleet(b *testing.B) (everything []string, cfg string) {
+	b.Helper()
+	mods := filepath.Join(repoRoot(b), "tests/node_modules/@modelcontextprotocol")
+	everything = []string{"node", filepath.Join(mods, "server-everything/dist/index.js"), "stdio"}
+	cfg = filepath.Join(b.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `version: 1
+gateway:
+  state_dir: %s
+  log_level: warn
+backends:
+  everything:
+    transport: stdio
+    command: node
+    args: [%s, stdio]
+`, b.TempDir(), everything[1]), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return everything, cfg
+}
+
+// The echo call at tier 1 (JSON) and tier 2 (one TypeScript call).
+const (
+	echoTier1 = `{"tool":"everything.echo","arguments":{"message":"hi"}}`
+	echoTier2 = `await everything.echo({message: "hi"})`
+)
 
 // relayBin builds tests/linerelay into the benchmark's temporary folder.
 func relayBin(b *testing.B) string {
@@ -106,26 +118,13 @@ func relayBin(b *testing.B) string {
 // relay, and through kiln at tier 1 and tier 2 (a kiln each), in an order
 // that rotates every round, so all four see the same machine from one
 // moment to the next. Each process waits idle while the others are
-// called, as a gateway does between an agent's steps. Besides each path's p50 it reports the median of the per-round
-// differences from the direct call ("added"), which a machine whose load
-// drifts between sub-benchmarks does not skew the way it skews a
-// difference of two separately measured p50s.
+// called, as a gateway does between an agent's steps. Besides each path's
+// p50 it reports the median of the per-round differences from the direct
+// call ("added"), which a machine whose load drifts between sub-benchmarks
+// does not skew the way it skews a difference of two separately measured
+// p50s.
 func BenchmarkEchoHopPaired(b *testing.B) {
-	mods := filepath.Join(repoRoot(b), "tests/node_modules/@modelcontextprotocol")
-	everything := []string{"node", filepath.Join(mods, "server-everything/dist/index.js"), "stdio"}
-	cfg := filepath.Join(b.TempDir(), "kiln.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `version: 1
-gateway:
-  state_dir: %s
-  log_level: warn
-backends:
-  everything:
-    transport: stdio
-    command: node
-    args: [%s, stdio]
-`, b.TempDir(), everything[1]), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	everything, cfg := echoFleet(b)
 	direct, _ := sdkStdio(b, "", everything...)
 	relay, _ := sdkStdio(b, "", append([]string{relayBin(b), "--"}, everything...)...)
 	// A kiln per tier: calls to one process would find it warm from the
@@ -140,10 +139,10 @@ backends:
 		{"direct", func(ctx context.Context) error { return callOK(ctx, direct, "echo", echo) }},
 		{"relay", func(ctx context.Context) error { return callOK(ctx, relay, "echo", echo) }},
 		{"tier1", func(ctx context.Context) error {
-			return callOK(ctx, kiln1, "call_tool_chain", map[string]any{"code": `{"tool":"everything.echo","arguments":{"message":"hi"}}`})
+			return callOK(ctx, kiln1, "call_tool_chain", map[string]any{"code": echoTier1})
 		}},
 		{"tier2", func(ctx context.Context) error {
-			return callOK(ctx, kiln2, "call_tool_chain", map[string]any{"code": `await everything.echo({message: "hi"})`})
+			return callOK(ctx, kiln2, "call_tool_chain", map[string]any{"code": echoTier2})
 		}},
 	}
 	ctx := b.Context()

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -107,11 +106,10 @@ func scanResult(raw []byte, out *toolcall.Result) bool {
 	if !jsontext.Valid(raw) {
 		return false
 	}
-	s := unsafe.String(unsafe.SliceData(raw), len(raw))
+	s := jsontext.StringView(raw)
 	if i := jsontext.SkipSpace(s, 0); i >= len(s) || s[i] != '{' {
 		return false
 	}
-	view := func(v string) json.RawMessage { return unsafe.Slice(unsafe.StringData(v), len(v)) }
 	for k, v := range jsontext.Members(s) {
 		switch k {
 		case `"content"`:
@@ -123,13 +121,13 @@ func scanResult(raw []byte, out *toolcall.Result) bool {
 					out.Content = make([]json.RawMessage, 0, 2)
 				}
 				for e := range jsontext.Elements(v) {
-					out.Content = append(out.Content, view(e))
+					out.Content = append(out.Content, jsontext.BytesView(e))
 				}
 			default:
 				return false
 			}
 		case `"structuredContent"`:
-			out.StructuredContent = view(v)
+			out.StructuredContent = jsontext.BytesView(v)
 		case `"isError"`:
 			switch v {
 			case "true":
@@ -141,7 +139,7 @@ func scanResult(raw []byte, out *toolcall.Result) bool {
 				return false
 			}
 		case `"_meta"`:
-			out.Meta = view(v)
+			out.Meta = jsontext.BytesView(v)
 		default:
 			if strings.IndexByte(k, '\\') >= 0 {
 				return false

@@ -3,7 +3,6 @@ package jsontext
 import (
 	"encoding/json"
 	"iter"
-	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -118,7 +117,7 @@ func DecodeString(raw string) string {
 		if !strings.ContainsRune(raw, '\\') {
 			return raw[1 : len(raw)-1]
 		}
-		if s, ok := unescape(raw[1 : len(raw)-1]); ok {
+		if s, ok := Unescape(raw[1 : len(raw)-1]); ok {
 			return s
 		}
 	}
@@ -127,48 +126,92 @@ func DecodeString(raw string) string {
 	return s
 }
 
-// unescape decodes the escapes of a JSON string's valid UTF-8 body, in one
-// allocation: a tier-1 call's code is JSON inside a JSON string, all
-// escaped quotes, and encoding/json spent seven allocations on each. ok is
-// false for what it leaves to encoding/json: a \u escape of a surrogate
-// (pairs, and lone ones that become U+FFFD) and anything malformed.
-func unescape(body string) (string, bool) {
-	b := make([]byte, 0, len(body))
+// Unescape decodes the escapes of a JSON string's body (the text between
+// its quotes) as encoding/json does, a lone or broken surrogate becoming
+// U+FFFD; ok is false for a malformed escape. Bytes that are not escapes
+// are copied as they are: the caller decides what invalid UTF-8 means.
+// The text is never longer than body, so it is written into one buffer
+// by index: a tier-1 call's code is JSON inside a JSON string, an escape
+// every few bytes, and encoding/json spent seven allocations on it.
+func Unescape(body string) (string, bool) {
+	out := make([]byte, len(body))
+	w := 0
 	for i := 0; i < len(body); i++ {
 		c := body[i]
 		if c != '\\' {
-			b = append(b, c)
+			out[w] = c
+			w++
 			continue
 		}
 		if i++; i >= len(body) {
 			return "", false
 		}
-		switch body[i] {
+		switch c = body[i]; c {
 		case '"', '\\', '/':
-			b = append(b, body[i])
 		case 'b':
-			b = append(b, '\b')
+			c = '\b'
 		case 'f':
-			b = append(b, '\f')
+			c = '\f'
 		case 'n':
-			b = append(b, '\n')
+			c = '\n'
 		case 'r':
-			b = append(b, '\r')
+			c = '\r'
 		case 't':
-			b = append(b, '\t')
+			c = '\t'
 		case 'u':
-			if i+4 >= len(body) {
+			r, ok := hex4(body, i+1)
+			if !ok {
 				return "", false
 			}
-			r, err := strconv.ParseUint(body[i+1:i+5], 16, 16)
-			if err != nil || utf16.IsSurrogate(rune(r)) {
-				return "", false
-			}
-			b = utf8.AppendRune(b, rune(r))
 			i += 4
+			if utf16.IsSurrogate(r) {
+				r2, ok := hex4(body, i+3)
+				if d := utf16.DecodeRune(r, r2); ok && body[i+1] == '\\' && body[i+2] == 'u' && d != utf8.RuneError {
+					r = d
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			w += utf8.EncodeRune(out[w:], r)
+			continue
 		default:
 			return "", false
 		}
+		out[w] = c
+		w++
 	}
-	return unsafe.String(unsafe.SliceData(b), len(b)), true
+	return StringView(out[:w]), true
 }
+
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// StringView is b as a string, sharing its bytes: for scanning a line the
+// caller owns without copying it. b must not change while the string or
+// anything cut from it is in use.
+func StringView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// BytesView is s, a string from StringView or a part of one, as the bytes
+// it shares; its capacity is its length, so an append copies instead of
+// writing into the rest of the line. Never pass a string that did not
+// come from a []byte: its bytes may be read-only.
+func BytesView(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -3,8 +3,6 @@ package scrub
 import (
 	"encoding/json"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
@@ -125,7 +123,7 @@ func (w *jsonWalker) run() bool {
 			if m < len(doc) && doc[m] == ':' {
 				key := doc[i+1 : end]
 				if esc {
-					if key, ok = unescape(key); !ok {
+					if key, ok = jsontext.Unescape(key); !ok {
 						return false
 					}
 				}
@@ -180,7 +178,7 @@ func (w *jsonWalker) value(start, end int, esc bool, key string) bool {
 	s := w.doc[start+1 : end]
 	if esc {
 		var ok bool
-		if s, ok = unescape(s); !ok {
+		if s, ok = jsontext.Unescape(s); !ok {
 			return false
 		}
 	}
@@ -229,83 +227,6 @@ func (w *jsonWalker) value(start, end int, esc bool, key string) bool {
 	w.out = jsontext.AppendString(w.out, w.sc.apply(s, spans), 0)
 	w.copied = end + 1
 	return true
-}
-
-// unescape decodes the body of a JSON string the way encoding/json does,
-// including surrogate pairs; a lone surrogate becomes U+FFFD. The decoded
-// text is never longer than s, so it is written into one buffer by index:
-// JSON-encoded JSON has an escape every few bytes, and a Builder call per
-// escape cost more than the scan of the result.
-func unescape(s string) (string, bool) {
-	out := make([]byte, len(s))
-	w := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			out[w] = c
-			w++
-			continue
-		}
-		if i++; i >= len(s) {
-			return "", false
-		}
-		switch c = s[i]; c {
-		case '"', '\\', '/':
-		case 'b':
-			c = '\b'
-		case 'f':
-			c = '\f'
-		case 'n':
-			c = '\n'
-		case 'r':
-			c = '\r'
-		case 't':
-			c = '\t'
-		case 'u':
-			r, ok := hex4(s, i+1)
-			if !ok {
-				return "", false
-			}
-			i += 4
-			if utf16.IsSurrogate(r) {
-				r2, ok := hex4(s, i+3)
-				if d := utf16.DecodeRune(r, r2); ok && s[i+1] == '\\' && s[i+2] == 'u' && d != utf8.RuneError {
-					r = d
-					i += 6
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			w += utf8.EncodeRune(out[w:], r)
-			continue
-		default:
-			return "", false
-		}
-		out[w] = c
-		w++
-	}
-	return string(out[:w]), true
-}
-
-func hex4(s string, i int) (rune, bool) {
-	if i+4 > len(s) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range []byte(s[i : i+4]) {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }
 
 // keySpans returns the private key redactions the text scan finds in doc

@@ -67,7 +67,7 @@ func TestUnescape(t *testing.T) {
 		if err := json.Unmarshal([]byte(`"`+in+`"`), &want); err != nil {
 			t.Fatal(err)
 		}
-		got, ok := unescape(in)
+		got, ok := jsontext.Unescape(in)
 		if !ok || got != want {
 			t.Errorf("unescape(%q) = %q, %v; want %q", in, got, ok, want)
 		}
@@ -77,7 +77,7 @@ func TestUnescape(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`\x`, `\u12`, `\uZZZZ`, `trailing\`} {
-		if _, ok := unescape(bad); ok {
+		if _, ok := jsontext.Unescape(bad); ok {
 			t.Errorf("unescape(%q) ok, want failure", bad)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"strings"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -186,7 +185,7 @@ func scanCallLine(line []byte, m *callLine) (ok bool) {
 	if !jsontext.Valid(line) {
 		return false
 	}
-	text := unsafe.String(unsafe.SliceData(line), len(line))
+	text := jsontext.StringView(line)
 	if text = strings.TrimSpace(text); text == "" || text[0] != '{' {
 		return false
 	}
@@ -223,9 +222,9 @@ func scanCallLine(line []byte, m *callLine) (ok bool) {
 			}
 			m.name = jsontext.DecodeString(v)
 		case `"arguments"`:
-			m.arguments = view(v)
+			m.arguments = jsontext.BytesView(v)
 		case `"_meta"`:
-			m.meta = view(v)
+			m.meta = jsontext.BytesView(v)
 		case `"task"`:
 			m.task = v != "null"
 		case `"inputResponses"`, `"requestState"`:
@@ -238,10 +237,6 @@ func scanCallLine(line []byte, m *callLine) (ok bool) {
 	}
 	return true
 }
-
-// view is v, a non-empty part of a line scanCallLine reads, as the bytes
-// it shares with the line.
-func view(v string) json.RawMessage { return unsafe.Slice(unsafe.StringData(v), len(v)) }
 
 // plainName reports whether the quoted member name key is none of names,
 // even to encoding/json, which matches names without regard to case.
