@@ -316,6 +316,15 @@ func TestPassthroughLogs(t *testing.T) {
 			logs <- n
 		}
 	})
+	// A second client never sets a level: as from the backend directly,
+	// it gets every level, not only errors.
+	quiet := make(chan string, 64)
+	legacyHTTP(t, url, func(n mcpgo.JSONRPCNotification) {
+		if n.Method == "notifications/message" {
+			level, _ := n.Params.AdditionalFields["level"].(string)
+			quiet <- level
+		}
+	})
 	s := &mcpgoSession{c}
 	waitBackend(t, s)
 	if err := c.SetLevel(t.Context(), mcpgo.SetLevelRequest{Params: mcpgo.SetLevelParams{Level: mcpgo.LoggingLevelDebug}}); err != nil {
@@ -343,6 +352,22 @@ func TestPassthroughLogs(t *testing.T) {
 			seen++
 		case <-time.After(30 * time.Second):
 			t.Fatalf("got %d of 2 simulated log messages", seen)
+		}
+	}
+	// The backend picks each message's level at random, half of them
+	// below error: twelve messages (a minute) all at error or above
+	// happen once in 4,096 runs.
+	var levels []string
+	for deadline := time.After(time.Minute); ; {
+		select {
+		case level := <-quiet:
+			levels = append(levels, level)
+			switch level {
+			case "debug", "info", "notice", "warning":
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the client that set no level got only %v in a minute, want a level below error too", levels)
 		}
 	}
 }

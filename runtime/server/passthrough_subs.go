@@ -329,7 +329,14 @@ func (p *passthru) hook(h *server.Hooks) {
 		}
 		return nil
 	})
-	h.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) {
+	// Logs sent outside any call go to sessions that initialized before
+	// 2026-07-28: later clients declare a level per request, and a server
+	// must not log to them unasked (SEP-2575).
+	h.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
+		cs := server.ClientSessionFromContext(ctx)
+		if cs == nil || res == nil || mcp.IsModernProtocol(res.ProtocolVersion) {
+			return
+		}
 		p.logs.mu.Lock()
 		p.logs.sessions[cs.SessionID()] = true
 		p.logs.mu.Unlock()
@@ -504,9 +511,18 @@ func (s *Server) BackendLog(backend string, params json.RawMessage) {
 		sessions = append(sessions, sid)
 	}
 	p.logs.mu.Unlock()
-	note := mcp.LoggingMessageNotification{Notification: mcp.Notification{Method: string(mcp.MethodNotificationMessage)}, Params: n}
+	fields := map[string]any{"level": n.Level, "data": n.Data}
+	if n.Logger != "" {
+		fields["logger"] = n.Logger
+	}
 	for _, sid := range sessions {
-		if err := s.mcp.SendLogMessageToSpecificClient(sid, note); err != nil {
+		// kiln's filter, not the SDK's: the SDK holds a session that never
+		// set a level to errors only, and a backend spoken to directly
+		// sends such a client every level.
+		if !p.logs.admits(sid, n.Level) {
+			continue
+		}
+		if err := s.mcp.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationMessage), fields); err != nil {
 			s.log.Debug("could not forward a backend log message", "backend", backend, "session", sid, "err", err)
 		}
 	}

@@ -490,3 +490,64 @@ func TestPassedThroughRoundsAreScrubbed(t *testing.T) {
 		t.Errorf("the relayed error's data kept the secret or lost its code: %+v", e)
 	}
 }
+
+// A log message a backend sends outside any call reaches each session
+// that initialized before 2026-07-28 at that session's own level, and
+// every level reaches one that never set a level, as it would from the
+// backend directly (the SDK's own filter held such sessions to errors).
+// A 2026-07-28 client, which never sends initialize, is not logged to
+// unasked.
+func TestBackendLogsKeepTheClientsLevel(t *testing.T) {
+	s, _ := newPassthroughServer(t)
+	session := func(id, level string, initialize bool) *connSession {
+		sess := &connSession{id: id, notifications: make(chan mcp.JSONRPCNotification, 8)}
+		if err := s.mcp.RegisterSession(t.Context(), sess); err != nil {
+			t.Fatal(err)
+		}
+		ctx := s.mcp.WithContext(t.Context(), sess)
+		if !initialize {
+			sess.Initialize() // as a 2026-07-28 request does (applyProtocolInfo)
+			return sess
+		}
+		s.mcp.HandleMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		sess.Initialize()
+		if level != "" {
+			s.mcp.HandleMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"`+level+`"}}`))
+		}
+		return sess
+	}
+	quiet := session("quiet", "error", true)
+	verbose := session("verbose", "info", true)
+	unset := session("unset", "", true)
+	modern := session("modern", "", false)
+	for _, level := range []string{"debug", "info", "warning", "error"} {
+		s.BackendLog("beta", json.RawMessage(`{"level":"`+level+`","logger":"backend/beta","data":"`+level+`"}`))
+	}
+	got := func(sess *connSession) []string {
+		var out []string
+		for len(sess.notifications) > 0 {
+			n := <-sess.notifications
+			if n.Method != "notifications/message" {
+				continue
+			}
+			if lg := n.Params.AdditionalFields["logger"]; lg != "backend/beta" {
+				t.Errorf("%s: logger %v, want backend/beta", sess.id, lg)
+			}
+			out = append(out, n.Params.AdditionalFields["data"].(string))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		sess *connSession
+		want []string
+	}{
+		{quiet, []string{"error"}},
+		{verbose, []string{"info", "warning", "error"}},
+		{unset, []string{"debug", "info", "warning", "error"}},
+		{modern, nil},
+	} {
+		if diff := cmp.Diff(c.want, got(c.sess)); diff != "" {
+			t.Errorf("%s: messages (-want +got):\n%s", c.sess.id, diff)
+		}
+	}
+}
