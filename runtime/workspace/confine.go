@@ -55,6 +55,9 @@ type execSpec struct {
 	Network  bool     `json:"network"`
 	Command  string   `json:"command"`
 	Env      []string `json:"env"`
+	// Reap: without a PID namespace, workspace-exec stays as bash's parent
+	// and ends every descendant when bash ends or kiln asks (reap.go).
+	Reap bool `json:"reap,omitempty"`
 }
 
 // systemDirs are read-only to commands: what running tools needs.
@@ -122,7 +125,8 @@ func (w *Workspace) command(script string) (*exec.Cmd, error) {
 			env = append(env, name+"="+v)
 		}
 	}
-	spec := execSpec{Root: w.root.dir, ReadOnly: w.cfg.ReadOnly, RW: []string{w.tmp, cache}, RO: systemDirs,
+	namespaces := !w.confine.noNamespaces.Load()
+	spec := execSpec{Reap: !namespaces, Root: w.root.dir, ReadOnly: w.cfg.ReadOnly, RW: []string{w.tmp, cache}, RO: systemDirs,
 		ROFiles: systemFiles, Landlock: w.confine.landlock, Network: w.cfg.Bash.Network, Command: script, Env: env}
 	if goroot != "" {
 		spec.RO = append(spec.RO, goroot)
@@ -137,7 +141,7 @@ func (w *Workspace) command(script string) (*exec.Cmd, error) {
 	cmd := exec.Command(exe, ExecCommand, string(raw))
 	cmd.Env = env
 	cmd.Dir = w.root.dir
-	cmd.SysProcAttr = w.sysProcAttr()
+	cmd.SysProcAttr = w.sysProcAttr(namespaces)
 	return cmd, nil
 }
 
@@ -146,9 +150,9 @@ func (w *Workspace) command(script string) (*exec.Cmd, error) {
 // namespaces (so killing its first process kills every descendant, even
 // one that left the group) and, without network: true, its own empty
 // network namespace.
-func (w *Workspace) sysProcAttr() *syscall.SysProcAttr {
+func (w *Workspace) sysProcAttr(namespaces bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if w.confine.noNamespaces.Load() {
+	if !namespaces {
 		return a
 	}
 	a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID

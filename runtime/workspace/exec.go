@@ -41,7 +41,11 @@ func ExecMain(args []string, stderr io.Writer) int {
 	if _, err := os.Stat(bash); err != nil {
 		bash = "/usr/bin/bash"
 	}
-	err := syscall.Exec(bash, []string{"bash", "-c", spec.Command}, spec.Env)
+	argv := []string{"bash", "-c", spec.Command}
+	if spec.Reap {
+		return supervise(bash, argv, spec.Env, stderr)
+	}
+	err := syscall.Exec(bash, argv, spec.Env)
 	fmt.Fprintf(stderr, "kiln workspace-exec: exec bash: %v\n", err)
 	return 127
 }

@@ -115,12 +115,29 @@ type shell struct {
 }
 
 func (s *shell) kill() {
-	if s.cmd.Process != nil {
-		// The group first, then the process: in its own PID namespace the
-		// first process's death takes every descendant with it.
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		_ = s.cmd.Process.Kill()
+	if s.cmd.Process == nil {
+		return
 	}
+	if s.cmd.SysProcAttr != nil && s.cmd.SysProcAttr.Cloneflags == 0 {
+		// No PID namespace: workspace-exec ends bash and its descendants,
+		// those that left the group too, on SIGTERM (supervise). Killed
+		// itself only if it has not ended within the bound.
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		go func() {
+			t := time.NewTimer(2 * reapBound)
+			defer t.Stop()
+			select {
+			case <-s.done:
+			case <-t.C:
+				_ = s.cmd.Process.Kill()
+			}
+		}()
+		return
+	}
+	// The group first, then the process: in its own PID namespace the
+	// first process's death takes every descendant with it.
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	_ = s.cmd.Process.Kill()
 }
 
 func (s *shell) killFor(reason string) {

@@ -39,8 +39,28 @@ func spawnTree(m string) string {
 	return fmt.Sprintf("sleep %s & setsid sleep %s & (sleep %s &); echo started; sleep %s", m, m, m, m)
 }
 
-func TestTimeoutKillsEverything(t *testing.T) {
-	f := newFixture(t, nil)
+// inBothModes runs test in a workspace with its own PID namespace and in
+// one without (as where the kernel refuses user namespaces), where
+// workspace-exec itself ends the command's descendants (supervise).
+func inBothModes(t *testing.T, test func(t *testing.T, f *fixture)) {
+	for _, fallback := range []bool{false, true} {
+		name := "namespaces"
+		if fallback {
+			name = "no namespaces"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			if fallback {
+				f.w.confine.noNamespaces.Store(true)
+			}
+			test(t, f)
+		})
+	}
+}
+
+func TestTimeoutKillsEverything(t *testing.T) { inBothModes(t, testTimeoutKillsEverything) }
+
+func testTimeoutKillsEverything(t *testing.T, f *fixture) {
 	m := marker()
 	text, isErr := f.call("Bash", map[string]any{"command": spawnTree(m), "timeout": 500})
 	if !isErr || !strings.Contains(text, "started") || !strings.Contains(text, "exit code: 124 (timed out after 500ms") {
@@ -51,8 +71,9 @@ func TestTimeoutKillsEverything(t *testing.T) {
 	}
 }
 
-func TestCancelKillsEverything(t *testing.T) {
-	f := newFixture(t, nil)
+func TestCancelKillsEverything(t *testing.T) { inBothModes(t, testCancelKillsEverything) }
+
+func testCancelKillsEverything(t *testing.T, f *fixture) {
 	m := marker()
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
@@ -71,8 +92,9 @@ func TestCancelKillsEverything(t *testing.T) {
 	}
 }
 
-func TestBackgroundShells(t *testing.T) {
-	f := newFixture(t, nil)
+func TestBackgroundShells(t *testing.T) { inBothModes(t, testBackgroundShells) }
+
+func testBackgroundShells(t *testing.T, f *fixture) {
 	fifo := filepath.Join(f.root, "go-on")
 	if err := unix.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
@@ -123,6 +145,21 @@ func TestBackgroundShells(t *testing.T) {
 		t.Fatalf("processes outlived the workspace: %v", left)
 	}
 	f.expectErr("Bash", map[string]any{"command": "true"}, "shutting down")
+}
+
+// A command's descendants end with it, those that left its process group
+// (setsid) too, as its PID namespace's end takes them where there is one.
+func TestCommandEndEndsItsDescendants(t *testing.T) {
+	inBothModes(t, func(t *testing.T, f *fixture) {
+		m := marker()
+		text := f.expectOK("Bash", map[string]any{"command": fmt.Sprintf("setsid sleep %s & (sleep %s &); sleep %s & echo started", m, m, m)})
+		if !strings.Contains(text, "started") || !strings.Contains(text, "exit code: 0") {
+			t.Fatalf("Bash = %q", text)
+		}
+		if left := procsWith(t, "sleep "+m); len(left) > 0 {
+			t.Fatalf("processes outlived the command: %v", left)
+		}
+	})
 }
 
 // A background shell ends with the client session that started it; other

@@ -1,0 +1,141 @@
+package workspace
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// reapBound bounds how long workspace-exec hunts descendants after bash
+// ended: a fork loop racing the kills must not keep the command running.
+const reapBound = 5 * time.Second
+
+// supervise runs bash as a child of this process and outlives it. In a
+// PID namespace bash is its first process, and its end ends every process
+// it started; without one, a descendant that left the process group
+// (setsid, a daemon) escaped kiln's group kill and outlived the command
+// and KillShell. As a child subreaper this process inherits such orphans;
+// when bash ends, or kiln sends SIGTERM (shell.kill), it kills bash's
+// group and every descendant left, reaps them, and exits with bash's
+// status (128+n for signal n, as kiln reports a signaled command).
+//
+// It must run on the goroutine restrict locked to the Landlock-bound
+// thread: bash is forked from it and inherits that thread's domain.
+func supervise(bash string, argv, env []string, stderr io.Writer) int {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(stderr, "kiln workspace-exec: cannot adopt the command's orphans (PR_SET_CHILD_SUBREAPER): %v; the command was not run\n", err)
+		return 126
+	}
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	// Its own group, so kiln's SIGTERM reaches this process alone and the
+	// group kill below spares it.
+	p, err := os.StartProcess(bash, argv, &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln workspace-exec: start bash: %v\n", err)
+		return 127
+	}
+	done := make(chan *os.ProcessState, 1)
+	go func() {
+		st, _ := p.Wait()
+		done <- st
+	}()
+	var st *os.ProcessState
+	select {
+	case st = <-done:
+	case <-term:
+		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		st = <-done
+	}
+	endDescendants(p.Pid, time.Now().Add(reapBound))
+	if st == nil {
+		return 127
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
+}
+
+// endDescendants kills process group group (bash's, kept from reuse while
+// a member lives) and every process still descended from this one, and
+// reaps them, until none is left or deadline passes.
+func endDescendants(group int, deadline time.Time) {
+	_ = syscall.Kill(-group, syscall.SIGKILL)
+	self := os.Getpid()
+	for {
+		pids := descendants(self)
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		reaped := reapChildren()
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return
+		}
+		if !reaped {
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// reapChildren reaps every child that has ended and reports whether there
+// was one.
+func reapChildren() bool {
+	found := false
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|unix.WALL, nil)
+		if pid <= 0 || err != nil {
+			return found
+		}
+		found = true
+	}
+}
+
+// descendants lists the processes descended from pid, ended ones not yet
+// reaped included, from /proc's children lists.
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	seen := map[int]bool{pid: true}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children(p) {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	return out
+}
+
+// children reads pid's children from each of its threads' lists (a child
+// belongs to the thread that forked it).
+func children(pid int) []int {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
