@@ -174,13 +174,17 @@ func (k *faultKiln) resource(uri string) string {
 	return strings.Join(parts, "\n")
 }
 
-// eventually polls check until it holds or the test's deadline passes.
+// eventually polls check until it holds, for two minutes at most: a check
+// that never holds fails its test, not the whole suite at its timeout.
 func eventually(t *testing.T, what string, check func() bool) {
 	t.Helper()
+	deadline := time.After(2 * time.Minute)
 	for !check() {
 		select {
 		case <-t.Context().Done():
 			t.Fatalf("never: %s", what)
+		case <-deadline:
+			t.Fatalf("not within 2 minutes: %s", what)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -66,6 +66,14 @@ func (d *Dispatcher) clientRequestOn(ctx context.Context, name, key, method stri
 		for _, only := range sessions {
 			c = only
 		}
+		if method == "roots/list" {
+			d.obs.mu.Unlock()
+			// The session's roots, not a question about the call: a
+			// backend asks after roots/list_changed, and a short call
+			// ending first must not withdraw it (the backend would keep
+			// the old roots).
+			return c.ClientRequest(ctx, method, params)
+		}
 		qctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		end := d.obs.askLocked(key, &question{session: c.SessionID(), cancel: cancel})

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -159,6 +160,49 @@ func TestQuestionEndsWithItsSessionsCalls(t *testing.T) {
 		err := <-answered
 		if err == nil || !strings.Contains(err.Error(), "ended") {
 			t.Errorf("question after its session's calls ended: %v; want it withdrawn, saying why", err)
+		}
+	})
+}
+
+// answerer answers once release is closed.
+type answerer struct{ asked, release chan struct{} }
+
+func (a *answerer) ClientRequest(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+	close(a.asked)
+	select {
+	case <-a.release:
+		return json.RawMessage(`{"roots":[{"uri":"file:///r"}]}`), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (a *answerer) SessionID() string { return "ada" }
+
+// roots/list belongs to the client session, not to the call it was routed
+// by: server-filesystem asks it after roots/list_changed, and when the
+// client's short call on the backend ended first, kiln withdrew the
+// question and the backend kept serving the old folders for good.
+func TestRootsListOutlivesTheCallItWasRoutedBy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := newDispatcher(t)
+		a := &answerer{asked: make(chan struct{}), release: make(chan struct{})}
+		ctx := WithObserver(t.Context(), &Observer{Client: a})
+		_, done := d.obs.track(ctx, "b")
+		answered := make(chan error, 1)
+		go func() {
+			res, err := d.clientRequest(t.Context(), "b", "roots/list", json.RawMessage(`{}`))
+			if err == nil && !strings.Contains(string(res), "file:///r") {
+				err = fmt.Errorf("answer %s", res)
+			}
+			answered <- err
+		}()
+		<-a.asked
+		done()
+		synctest.Wait()
+		close(a.release)
+		if err := <-answered; err != nil {
+			t.Errorf("roots/list after the call that routed it ended: %v; want the client's answer", err)
 		}
 	})
 }
