@@ -94,6 +94,17 @@ type Config struct {
 	// frozen with the index, so tools registered at run time expand the
 	// same way.
 	Assoc Assoc
+	// Implied is the rank at which a task's ranking lists the best tool
+	// for the step that the files and directories it names imply: a task
+	// that ends "... and save it to /root/notes/x.md" wants a tool that
+	// writes files, though no word of it says so (impliedStep, Doc.Takes).
+	// 0 adds no such tool.
+	Implied int
+	// FileWords scales the words of the file types that the query's file
+	// names and paths end in (fileTypes: ".xlsx" searches "excel
+	// spreadsheet"), searched in tools where the query lacks them; 0
+	// disables it.
+	FileWords float64
 }
 
 // Feedback configures pseudo-relevance feedback.
@@ -204,6 +215,8 @@ func DefaultConfig() Config {
 		QueryStop:       true,
 		Synonyms:        0.5,
 		Assoc:           Assoc{Terms: 5, MinTools: 3, Weight: 0.15, PerTool: 12, MaxWords: 20},
+		Implied:         2,
+		FileWords:       0.5,
 	}
 	c.Weights = [numFields]float64{
 		FieldName:        2,
