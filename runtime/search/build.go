@@ -102,6 +102,7 @@ type segment struct {
 	backendNames []string   // sorted
 	docBackend   []uint32   // index into backendNames of each doc
 	nameWords    []uint8    // distinct words in each doc's name
+	takes        []Kinds    // each doc's Takes, packed for Config.Implied's posting walks
 	tri          trigrams
 	// suggest[suggestOff[b]:suggestOff[b+1]] are backend b's try-also
 	// terms, best first (see TryAlso).
@@ -164,6 +165,10 @@ func buildSegment(in []Doc, cfg *Config, base *stats, expand expandFunc) (*segme
 		}
 	}
 	seg.nameWords = make([]uint8, len(docs))
+	seg.takes = make([]Kinds, len(docs))
+	for i := range docs {
+		seg.takes[i] = docs[i].Takes
+	}
 	for i := range docs {
 		n := 0
 		for t, tf := range per[i].terms {

@@ -398,6 +398,7 @@ func (r *reader) segment() *segment {
 	s.docs = make([]Doc, n)
 	s.docBackend = make([]uint32, n)
 	s.nameWords = make([]uint8, n)
+	s.takes = make([]Kinds, n)
 	var params []Param
 	for i := range s.docs {
 		d := &s.docs[i]
@@ -427,6 +428,7 @@ func (r *reader) segment() *segment {
 		if d.Takes = Kinds(r.u8()); d.Takes >= 1<<numKinds {
 			r.fail("doc %d: unknown value kinds %#x", i, d.Takes)
 		}
+		s.takes[i] = d.Takes
 		if r.err != nil {
 			return nil
 		}

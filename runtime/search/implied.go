@@ -1,6 +1,11 @@
 package search
 
-import "strings"
+import (
+	"slices"
+	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
+)
 
 // impliedStep returns, appended to dst, the query of the step that the
 // files and directories a task names imply, and the kinds of value that
@@ -14,19 +19,22 @@ import "strings"
 // is where a file is written; otherwise it is listed ("list directory").
 func impliedStep(dst []byte, query string) ([]byte, Kinds) {
 	var k Kinds
-	writing := false
-	prev := ""
+	writing, afterTo := false, false
+	var buf [16]byte
 	for w, ok := nextWord(query, 0); ok; w, ok = nextWord(query, w[1]) {
 		raw := query[w[0]:w[1]]
-		lw := lowerWord(strings.Trim(raw, ",.:;!?\"'()"))
-		if writeVerbs[lw] {
+		var lw []byte
+		if t := strings.Trim(raw, ",.:;!?\"'()"); len(t) <= len(buf) {
+			lw = lowerASCII(buf[:0], t)
+		}
+		if writeVerbs[string(lw)] {
 			writing = true
 		}
 		ext := ""
 		switch valueKind(trimValue(raw), func(e string) { ext = e }) {
 		case KindFile:
 			verb := "read file "
-			if writing || prev == "to" || prev == "into" {
+			if writing || afterTo {
 				verb = "write file "
 			}
 			dst = append(dst, verb...)
@@ -46,7 +54,7 @@ func impliedStep(dst []byte, query string) ([]byte, Kinds) {
 		if c := raw[len(raw)-1]; c == '.' || c == '?' || c == '!' {
 			writing = false
 		}
-		prev = lw
+		afterTo = string(lw) == "to" || string(lw) == "into"
 	}
 	return dst, k
 }
@@ -75,16 +83,45 @@ func (ix *Index) implied(sc *scratch, query string, hits []Hit, limit int, boost
 	if k == 0 {
 		return hits
 	}
-	ix.queryTerms(sc, string(sc.ibuf))
+	g, ok := ix.impliedTool(sc, k, boost)
+	if !ok {
+		return hits
+	}
+	id := ix.id(g)
+	from := slices.IndexFunc(hits, func(h Hit) bool { return h.ID == id })
+	if from >= 0 && from <= at {
+		return hits
+	}
+	if at >= len(hits) {
+		// Fewer hits than the rank: it comes last, scored as the last.
+		return append(hits, Hit{ID: id, Score: hits[len(hits)-1].Score, Tier: TierBM25})
+	}
+	h := Hit{ID: id, Score: hits[at].Score, Tier: TierBM25}
+	switch {
+	case from < 0 && len(hits) == limit:
+		from = limit - 1 // the last hit makes room
+	case from < 0:
+		hits = append(hits, Hit{})
+		from = len(hits) - 1
+	}
+	copy(hits[at+1:from+1], hits[at:from])
+	hits[at] = h
+	return hits
+}
+
+// impliedTool returns the best tool for the step in sc.ibuf among those
+// taking a kind of value in k, by the task's own scoring without
+// synonyms.
+func (ix *Index) impliedTool(sc *scratch, k Kinds, boost func(string) float64) (uint32, bool) {
+	// A view, not a copy: queryTerms copies the words it keeps.
+	ix.queryTerms(sc, jsontext.StringView(sc.ibuf))
+	sc.only = k
 	ix.bm25(sc)
-	ix.synonyms(sc)
+	sc.only = 0
 	best, bestScore := uint32(0), 0.0
 	for _, g := range sc.touched {
 		s := sc.score[g]
 		sc.score[g] = 0
-		if ix.doc(g).Takes&k == 0 {
-			continue
-		}
 		if boost != nil {
 			s *= boost(ix.id(g))
 		}
@@ -93,37 +130,7 @@ func (ix *Index) implied(sc *scratch, query string, hits []Hit, limit int, boost
 		}
 	}
 	sc.touched = sc.touched[:0]
-	if bestScore <= 0 {
-		return hits
-	}
-	id := ix.id(best)
-	from := len(hits)
-	for i, h := range hits {
-		if h.ID == id {
-			from = i
-			break
-		}
-	}
-	if from <= at {
-		return hits
-	}
-	at = min(at, len(hits))
-	h := Hit{ID: id, Tier: TierBM25}
-	if at < len(hits) {
-		h.Score = hits[at].Score
-	} else {
-		h.Score = hits[len(hits)-1].Score
-	}
-	if from == len(hits) {
-		if len(hits) == limit {
-			hits = hits[:limit-1]
-		}
-		hits = append(hits, Hit{})
-		from = len(hits) - 1
-	}
-	copy(hits[at+1:from+1], hits[at:from])
-	hits[at] = h
-	return hits
+	return best, bestScore > 0
 }
 
 // fileWords searches the words of the file types the query's file names

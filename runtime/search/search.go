@@ -168,6 +168,7 @@ type scratch struct {
 	synTouch []uint32
 	exts     []string // file extensions the query names (Config.FileWords)
 	ibuf     []byte   // the implied step's query (Config.Implied)
+	only     Kinds    // when set, only tools taking one of these kinds score
 }
 
 func (ix *Index) putScratch(sc *scratch) {
@@ -356,7 +357,11 @@ func (ix *Index) bm25(sc *scratch) {
 			off := ix.docOffset(si)
 			lo, hi := seg.tools.postOff[idx[si]], seg.tools.postOff[idx[si]+1]
 			for p := lo; p < hi; p++ {
-				g := off + seg.tools.postDoc[p]
+				l := seg.tools.postDoc[p]
+				g := off + l
+				if sc.only != 0 && seg.takes[l]&sc.only == 0 {
+					continue
+				}
 				if !ix.isHidden(g) {
 					if stamp != 0 {
 						sc.synHas[g] = stamp

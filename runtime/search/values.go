@@ -18,7 +18,7 @@ const (
 	KindURL                     // "https://...", "www.example.com"
 	KindEmail                   // "ada@example.com"
 	KindDate                    // "2024-05-01", "05/01/2024", "May 3", "3 May 2024"
-	numKinds = iota
+	numKinds  = iota
 )
 
 // KindPath is either kind of path.
@@ -179,14 +179,29 @@ func isMonthDate(prev, t string) bool {
 }
 
 func isMonth(w string) bool {
-	if w == "" || !isLetters(w) {
+	if len(w) < 3 || len(w) > len("september") || !isLetters(w) {
 		return false
 	}
-	lw := lowerWord(w)
-	if (lw == "may" || lw == "march") && w[0] != 'M' {
+	var buf [len("september")]byte
+	lw := lowerASCII(buf[:0], w)
+	if (string(lw) == "may" || string(lw) == "march") && w[0] != 'M' {
 		return false
 	}
-	return months[lw]
+	return months[string(lw)]
+}
+
+// lowerASCII appends s to dst with ASCII letters lower-cased: a map
+// lookup of string(lowerASCII(buf[:0], w)) allocates nothing, where
+// lowerWord allocates for every capitalised word of a task.
+func lowerASCII(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // isDay reports 1-31 with an optional ordinal suffix: "3", "21st".

@@ -195,3 +195,14 @@ func TestImpliedKeepsLimitAndScores(t *testing.T) {
 		}
 	}
 }
+
+func TestImpliedAllocatesLittle(t *testing.T) {
+	ix := Build(impliedDocs())
+	const q = "Read the Sales data under /root/excel/Q3.xlsx, plot it and Save it in /root/figs/sale.png"
+	ix.Search(q, Options{})
+	// The hits slice; the words of the task, capitalised or not, and the
+	// implied step's query cost nothing more.
+	if n := testing.AllocsPerRun(100, func() { ix.Search(q, Options{}) }); n > 1 {
+		t.Errorf("Search allocates %v times a query, want 1", n)
+	}
+}
