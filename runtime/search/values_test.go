@@ -3,6 +3,7 @@ package search
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -204,5 +205,59 @@ func TestImpliedAllocatesLittle(t *testing.T) {
 	// implied step's query cost nothing more.
 	if n := testing.AllocsPerRun(100, func() { ix.Search(q, Options{}) }); n > 1 {
 		t.Errorf("Search allocates %v times a query, want 1", n)
+	}
+}
+
+// FuzzImplied: whatever values a task names, its ranking keeps to the
+// limit, lists no tool twice and its scores never rise.
+func FuzzImplied(f *testing.F) {
+	for _, q := range []string{
+		"Summarize the news and save it to /root/notes/brief.md", "read ~/a.xlsx, write ./b.png.",
+		"/", "//", "~/", "a.md", "x /root/é/ü.txt? save", "2024-05-01 May 3 ada@b.co https://x.y",
+		"save " + strings.Repeat("/a/b.md ", 200),
+	} {
+		f.Add(q, 3)
+	}
+	ix := Build(impliedDocs())
+	f.Fuzz(func(t *testing.T, q string, limit int) {
+		limit = limit%12 + 1
+		if limit <= 0 {
+			limit += 12
+		}
+		scanValues(q, func(string) {})
+		hits := ix.Search(q, Options{Limit: limit})
+		if len(hits) > limit {
+			t.Fatalf("Search(%q, %d): %d hits", q, limit, len(hits))
+		}
+		seen := map[string]bool{}
+		for i, h := range hits {
+			if seen[h.ID] || h.ID == "" || i > 0 && h.Score > hits[i-1].Score {
+				t.Fatalf("Search(%q, %d) = %v", q, limit, hits)
+			}
+			seen[h.ID] = true
+		}
+	})
+}
+
+// TestTakesSurviveLoad: the frozen index keeps each tool's value kinds,
+// and the loaded index ranks a named file's tool as the built one does.
+func TestTakesSurviveLoad(t *testing.T) {
+	built := Build(impliedDocs())
+	data, err := built.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range impliedDocs() {
+		if got, want := loaded.Doc(i).Takes, built.Doc(i).Takes; got != want {
+			t.Errorf("%s: Takes %05b after Load, want %05b", built.Doc(i).ID, got, want)
+		}
+	}
+	const q = "Summarize the news and save it to /root/notes/brief.md"
+	if diff := cmp.Diff(built.Search(q, Options{}), loaded.Search(q, Options{})); diff != "" {
+		t.Errorf("Search(%q) after Load (-built +loaded):\n%s", q, diff)
 	}
 }
