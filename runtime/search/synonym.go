@@ -169,9 +169,8 @@ func (ix *Index) synonyms(sc *scratch) {
 				}
 				off := ix.docOffset(si)
 				for p := seg.tools.postOff[i]; p < seg.tools.postOff[i+1]; p++ {
-					l := seg.tools.postDoc[p]
-					g := off + l
-					if sc.synHas[g] == stamp || ix.isHidden(g) || sc.only != 0 && seg.takes[l]&sc.only == 0 {
+					g := off + seg.tools.postDoc[p]
+					if sc.synHas[g] == stamp || ix.isHidden(g) {
 						continue
 					}
 					v := w * float64(abs32(seg.tools.postW[p]))
