@@ -221,7 +221,7 @@ type Feedback struct {
 // writers); "to" before a path alone marking it written .412, verbs alone
 // .440; directories left out .436; a URL's step ("fetch url") .434 /
 // .729, an e-mail address's ("send email") .440 / .730 (steps .744), a
-// date's ("date", shipped's synonyms aside) .439 / .730, no change. The
+// date's ("date", without synonyms) .439 / .730, no change. The
 // step's search leaves synonyms out (.440 with them, .455 at rank 1): its
 // words are kiln's own, and each is one more walk of postings.
 // Rejected, measured without Implied (.392 / .730): a tool that matches
