@@ -293,7 +293,11 @@ func (ix *Index) expTerm(sc *scratch, t []byte, w float64) {
 		}
 		off := ix.docOffset(si)
 		for p := seg.exp.postOff[i]; p < seg.exp.postOff[i+1]; p++ {
-			if g := off + seg.exp.postDoc[p]; !ix.isHidden(g) {
+			l := seg.exp.postDoc[p]
+			if sc.only != 0 && seg.takes[l]&sc.only == 0 {
+				continue
+			}
+			if g := off + l; !ix.isHidden(g) {
 				sc.add(g, w*float64(seg.exp.postW[p]))
 			}
 		}

@@ -17,12 +17,16 @@ type Param struct{ Name, Description string }
 type Doc struct {
 	ID, Backend, Name, Title, Description string
 	Params                                []Param
+	// Takes is the kinds of literal values the tool's parameters take
+	// (Config.Implied); NewDoc reads them from the input schema.
+	Takes Kinds
 }
 
 // NewDoc builds the Doc of one tool the way kiln-gen emit and kiln-gen eval both
 // do, so the evaluated index is the shipped one: ID is backend+"."+name and
 // Params are the input schema's top-level properties (name and description)
-// sorted by name. A schema that does not parse contributes no parameters.
+// sorted by name, and Takes the value kinds of those properties
+// (paramKinds). A schema that does not parse contributes no parameters.
 func NewDoc(backend, name, title, description string, inputSchema []byte) Doc {
 	d := Doc{ID: backend + "." + name, Backend: backend, Name: name, Title: title, Description: description}
 	var s struct {
@@ -34,10 +38,15 @@ func NewDoc(backend, name, title, description string, inputSchema []byte) Doc {
 	for _, k := range slices.Sorted(maps.Keys(s.Properties)) {
 		var p struct {
 			Description any `json:"description"`
+			Type        any `json:"type"`
+			Format      any `json:"format"`
 		}
 		_ = json.Unmarshal(s.Properties[k], &p) // a malformed property keeps its name
 		desc, _ := p.Description.(string)
+		typ, _ := p.Type.(string)
+		format, _ := p.Format.(string)
 		d.Params = append(d.Params, Param{Name: k, Description: desc})
+		d.Takes |= paramKinds(k, typ, format)
 	}
 	return d
 }
@@ -93,6 +102,7 @@ type segment struct {
 	backendNames []string   // sorted
 	docBackend   []uint32   // index into backendNames of each doc
 	nameWords    []uint8    // distinct words in each doc's name
+	takes        []Kinds    // each doc's Takes, packed for Config.Implied's posting walks
 	tri          trigrams
 	// suggest[suggestOff[b]:suggestOff[b+1]] are backend b's try-also
 	// terms, best first (see TryAlso).
@@ -155,6 +165,10 @@ func buildSegment(in []Doc, cfg *Config, base *stats, expand expandFunc) (*segme
 		}
 	}
 	seg.nameWords = make([]uint8, len(docs))
+	seg.takes = make([]Kinds, len(docs))
+	for i := range docs {
+		seg.takes[i] = docs[i].Takes
+	}
 	for i := range docs {
 		n := 0
 		for t, tf := range per[i].terms {

@@ -94,6 +94,17 @@ type Config struct {
 	// frozen with the index, so tools registered at run time expand the
 	// same way.
 	Assoc Assoc
+	// Implied is the rank at which a task's ranking lists the best tool
+	// for the step that the files and directories it names imply: a task
+	// that ends "... and save it to /root/notes/x.md" wants a tool that
+	// writes files, though no word of it says so (impliedStep, Doc.Takes).
+	// 0 adds no such tool.
+	Implied int
+	// FileWords scales the words of the file types that the query's file
+	// names and paths end in (fileTypes: ".xlsx" also searches "excel
+	// spreadsheet"), each searched unless the query holds it already; 0
+	// disables it.
+	FileWords float64
 }
 
 // Feedback configures pseudo-relevance feedback.
@@ -190,6 +201,40 @@ type Feedback struct {
 // .369; a half-covered word's credit halved instead of spent: the same)
 // and moves ToolBench by .002 at most: its tasks' relevant tools share
 // words more often than they split them.
+//
+// The values a task names (shipped .439 / .730 against .392 / .730
+// without; with SplitTask's steps .441 / .745 against .394 / .745; R@5
+// .490 / .763, MRR@10 .551 / .822; LiveMCPBench's annotated steps .595,
+// unchanged): 42 of its 94 tasks name a file or directory ("... and save
+// it to /root/notes/x.md") whose tool no word of the task names; seven
+// ToolBench tasks name one. Implied lists at rank 2 the best tool for the
+// step the path implies ("write file markdown") among the tools whose
+// schema takes a path (18 LiveMCPBench tasks better, 11 worse); at rank 1
+// .452 / .730 (steps .456 / .744, ToolBench MRR@10 .820 against .822), at
+// rank 3 .430 / .730. FileWords 0.5 adds .006 (alone .395 against .392;
+// at 1 .397, the same with Implied). Around them, at rank 2 and with
+// synonyms in the step's search unless said: the step's tool found among
+// every tool, not only those taking a path, .396 (rank 1); one step for
+// the task's first path .442, for its last .436, one for each path at
+// ranks 2, 3, ... .438; every file read as "file", neither read nor
+// written, .395 (rank 1), every file written .444 (read files then find
+// writers); "to" before a path alone marking it written .412, verbs alone
+// .440; directories left out .436; a URL's step ("fetch url") .434 /
+// .729, an e-mail address's ("send email") .440 / .730 (steps .744), a
+// date's ("date", without synonyms) .439 / .730, no change. The
+// step's search leaves synonyms out (.440 with them, .455 at rank 1): its
+// words are kiln's own, and each is one more walk of postings.
+// Rejected, measured without Implied (.392 / .730): a tool that matches
+// the task and takes a kind of value it names (Doc.Takes: a path, URL,
+// e-mail address or date) scored 1.1-3 times (.390 at 1.1, .392 at 1.2,
+// down to .351 / .722 at 3), or only the best 1-3 such tools of each kind
+// (.381-.392 / .731): the tools it lifts are those the task's words found
+// already, while the file a task reads or writes needs a tool no word of
+// it names; the value's kind as a query word ("file", "directory", "url",
+// "email", "date"; with FileWords 1) at 0.25-3 .394-.405 / .728-.730
+// (steps .744 from 1), in tools taking that kind only .397 / .731, or as
+// a flat score to them .390-.396; with Implied at rank 1 these words add
+// .002 and cost ToolBench .001.
 func DefaultConfig() Config {
 	c := Config{
 		K1:              1.2,
@@ -204,6 +249,8 @@ func DefaultConfig() Config {
 		QueryStop:       true,
 		Synonyms:        0.5,
 		Assoc:           Assoc{Terms: 5, MinTools: 3, Weight: 0.15, PerTool: 12, MaxWords: 20},
+		Implied:         2,
+		FileWords:       0.5,
 	}
 	c.Weights = [numFields]float64{
 		FieldName:        2,

@@ -17,6 +17,11 @@
 //     "weather" finds a tool that only says "forecast".
 //     Optionally (Config.Feedback, off by default) the best tools' words
 //     then expand the query (pseudo-relevance feedback, RM3).
+//     A file or directory the task names implies a step no word of it
+//     spells out ("... save it to /root/notes/x.md"): the best tool for
+//     that step ("write file markdown"), among the tools whose input
+//     schema takes a path, ranks second (Config.Implied), and the file's
+//     type adds its words (".xlsx": excel spreadsheet, Config.FileWords).
 //  2. Trigram similarity of each query word to tool names, for partial or
 //     run-together words ("websrch" → web_search).
 //  3. Levenshtein correction of unknown query words against the index's

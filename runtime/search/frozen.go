@@ -14,7 +14,7 @@ import (
 
 // FormatVersion is the frozen format this build reads and writes. Bump it
 // with any change to the layout or to what a stored weight means.
-const FormatVersion = 5
+const FormatVersion = 6
 
 // The frozen form: magic, format version, CRC-32C of the payload, payload.
 // The payload holds the configuration, the corpus statistics, the base
@@ -158,6 +158,8 @@ func (w *writer) config(c *Config) {
 	w.uv(uint64(c.Assoc.PerTool))
 	w.uv(uint64(c.Assoc.MaxWords))
 	w.f64(c.Assoc.Weight)
+	w.uv(uint64(c.Implied))
+	w.f64(c.FileWords)
 }
 
 func (w *writer) segment(s *segment) {
@@ -182,6 +184,7 @@ func (w *writer) segment(s *segment) {
 		}
 		w.uv(uint64(s.docBackend[i]))
 		w.u8(s.nameWords[i])
+		w.u8(uint8(d.Takes))
 	}
 	w.uv(uint64(len(s.backendNames)))
 	for _, b := range s.backendNames {
@@ -382,6 +385,8 @@ func (r *reader) config(c *Config) {
 	c.Assoc.Terms, c.Assoc.MinTools, c.Assoc.PerTool = r.small(), r.small(), r.small()
 	c.Assoc.MaxWords = r.small()
 	c.Assoc.Weight = r.f64()
+	c.Implied = r.small()
+	c.FileWords = r.f64()
 	if c.Stem > StemLight || c.CJK > CJKBoth {
 		r.fail("unknown stemmer or CJK mode")
 	}
@@ -393,6 +398,7 @@ func (r *reader) segment() *segment {
 	s.docs = make([]Doc, n)
 	s.docBackend = make([]uint32, n)
 	s.nameWords = make([]uint8, n)
+	s.takes = make([]Kinds, n)
 	var params []Param
 	for i := range s.docs {
 		d := &s.docs[i]
@@ -419,6 +425,10 @@ func (r *reader) segment() *segment {
 		}
 		s.docBackend[i] = uint32(r.uv())
 		s.nameWords[i] = r.u8()
+		if d.Takes = Kinds(r.u8()); d.Takes >= 1<<numKinds {
+			r.fail("doc %d: unknown value kinds %#x", i, d.Takes)
+		}
+		s.takes[i] = d.Takes
 		if r.err != nil {
 			return nil
 		}

@@ -166,6 +166,9 @@ type scratch struct {
 	synBase  uint32    // query word i's stamp is synBase+i
 	synBest  []float64 // per global doc: its best synonym score for one query word
 	synTouch []uint32
+	exts     []string // file extensions the query names (Config.FileWords)
+	ibuf     []byte   // the implied step's query (Config.Implied)
+	only     Kinds    // when set, only tools taking one of these kinds score
 }
 
 func (ix *Index) putScratch(sc *scratch) {
@@ -237,9 +240,11 @@ func (ix *Index) Search(query string, opts Options) []Hit {
 	ix.queryTerms(sc, query)
 	ix.bm25(sc)
 	ix.synonyms(sc)
+	ix.fileWords(sc, query)
 	ix.feedback(sc)
 	if len(sc.touched) > 0 {
-		return ix.top(sc, TierBM25, limit, opts.Boost)
+		hits := ix.top(sc, TierBM25, limit, opts.Boost)
+		return ix.implied(sc, query, hits, limit, opts.Boost)
 	}
 	ix.trigramTier(sc, query)
 	if len(sc.touched) > 0 {
@@ -352,7 +357,11 @@ func (ix *Index) bm25(sc *scratch) {
 			off := ix.docOffset(si)
 			lo, hi := seg.tools.postOff[idx[si]], seg.tools.postOff[idx[si]+1]
 			for p := lo; p < hi; p++ {
-				g := off + seg.tools.postDoc[p]
+				l := seg.tools.postDoc[p]
+				g := off + l
+				if sc.only != 0 && seg.takes[l]&sc.only == 0 {
+					continue
+				}
 				if !ix.isHidden(g) {
 					if stamp != 0 {
 						sc.synHas[g] = stamp

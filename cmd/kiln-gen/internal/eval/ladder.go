@@ -61,6 +61,8 @@ func Ladder() []Step {
 	add("+ short tools expanded by corpus word associations (5 a word, 12 a tool, 0.15)", func(c *search.Config) {
 		c.Assoc = search.Assoc{Terms: 5, MinTools: 3, Weight: 0.15, PerTool: 12, MaxWords: 20}
 	})
+	add("+ file type words of named files (0.5)", func(c *search.Config) { c.FileWords = 0.5 })
+	add("+ the tool of a named file's implied step at rank 2", func(c *search.Config) { c.Implied = 2 })
 
 	alt := func(name string, change func(*search.Config)) {
 		c := search.DefaultConfig()
@@ -97,6 +99,11 @@ func Ladder() []Step {
 	alt("shipped, associated words a tool uncapped", func(c *search.Config) { c.Assoc.PerTool = 0 })
 	alt("shipped, tools of 12 words or fewer expanded", func(c *search.Config) { c.Assoc.MaxWords = 12 })
 	alt("shipped, every tool expanded", func(c *search.Config) { c.Assoc.MaxWords = 0 })
+	alt("shipped, no file type words", func(c *search.Config) { c.FileWords = 0 })
+	alt("shipped, file type words at 1", func(c *search.Config) { c.FileWords = 1 })
+	alt("shipped, no implied step", func(c *search.Config) { c.Implied = 0 })
+	alt("shipped, implied step at rank 1", func(c *search.Config) { c.Implied = 1 })
+	alt("shipped, implied step at rank 3", func(c *search.Config) { c.Implied = 3 })
 	for _, fb := range []search.Feedback{{Docs: 5, Terms: 5, Weight: 0.2}, {Docs: 10, Terms: 5, Weight: 0.2}, {Docs: 5, Terms: 5, Weight: 0.4}} {
 		alt(fmt.Sprintf("shipped + feedback (%d tools, %d words, %.1f)", fb.Docs, fb.Terms, fb.Weight),
 			func(c *search.Config) { c.Feedback = fb })

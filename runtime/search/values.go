@@ -1,0 +1,362 @@
+package search
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Kinds is a set of kinds of literal values: the values a task names
+// ("/root/notes/x.md", "https://example.com", "ada@example.com",
+// "2024-05-01") and the ones a tool's parameters take.
+type Kinds uint8
+
+// The value kinds.
+const (
+	KindFile  Kinds = 1 << iota // a path or name of a file: "/root/a.wav", "docs/x.md", "r.pdf"
+	KindDir                     // a directory path: "/root/music", "~/code"
+	KindURL                     // "https://...", "www.example.com"
+	KindEmail                   // "ada@example.com"
+	KindDate                    // "2024-05-01", "05/01/2024", "May 3", "3 May 2024"
+	numKinds  = iota
+)
+
+// KindPath is either kind of path.
+const KindPath = KindFile | KindDir
+
+// scanValues returns the kinds of the literal values in text, and calls
+// ext, when not nil, with the lower-cased extension of each file it names.
+// It reads space-separated words with their surrounding punctuation
+// trimmed, so it allocates nothing for ASCII text. What is not a path:
+// "and/or", "24/7", "1/2", "vercel/ai" (a slash alone makes no path: a
+// relative path needs a file extension at its end, or to start with "./",
+// "../" or "~/"), "Node.js" or "e.g" (a name needs an extension of
+// fileTypes, and a capitalised ".js" names a library).
+func scanValues(text string, ext func(string)) Kinds {
+	var k Kinds
+	prev := ""
+	for w, ok := nextWord(text, 0); ok; w, ok = nextWord(text, w[1]) {
+		t := trimValue(text[w[0]:w[1]])
+		if t == "" {
+			prev = ""
+			continue
+		}
+		k |= valueKind(t, ext)
+		if isMonthDate(prev, t) {
+			k |= KindDate
+		}
+		prev = t
+	}
+	return k
+}
+
+// trimValue strips the quotes, brackets and sentence punctuation around a
+// word: "(see /root/a.md)." is "/root/a.md".
+func trimValue(t string) string {
+	t = strings.TrimLeft(t, "\"'`([{<“‘")
+	return strings.TrimRight(t, "\"'`)]}>.,;:!?”’")
+}
+
+// valueKind classifies one trimmed word.
+func valueKind(t string, ext func(string)) Kinds {
+	if t == "" {
+		return 0
+	}
+	if i := strings.Index(t, "://"); i > 0 && isLetters(t[:i]) && i+3 < len(t) {
+		return KindURL
+	}
+	if len(t) > 4 && strings.EqualFold(t[:4], "www.") {
+		return KindURL
+	}
+	if i := strings.IndexByte(t, '@'); i >= 0 {
+		if isEmail(t, i) {
+			return KindEmail
+		}
+		return 0
+	}
+	if isNumericDate(t) {
+		return KindDate
+	}
+	return pathKind(t, ext)
+}
+
+func isLetters(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i] | 0x20; c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isEmail reports whether t, with its '@' at i, is local@domain.tld.
+func isEmail(t string, i int) bool {
+	local, domain := t[:i], t[i+1:]
+	if local == "" || strings.IndexByte(domain, '@') >= 0 {
+		return false
+	}
+	for j := 0; j < len(local); j++ {
+		c := local[j]
+		if !isAlnum(c) && strings.IndexByte("._%+-", c) < 0 {
+			return false
+		}
+	}
+	dot := strings.LastIndexByte(domain, '.')
+	if dot <= 0 || len(domain)-dot-1 < 2 || !isLetters(domain[dot+1:]) {
+		return false
+	}
+	for j := 0; j < dot; j++ {
+		if c := domain[j]; !isAlnum(c) && c != '-' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z'
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// isNumericDate reports a year, month and day in digits: 2024-05-01,
+// 2024/5/1, 05/01/2024, 1.5.2024. The year has four digits, first or
+// last; "24/7" and "1/2" have no year.
+func isNumericDate(t string) bool {
+	if len(t) < 8 || len(t) > 10 {
+		return false
+	}
+	sep := byte(0)
+	var parts [3]string
+	n, start := 0, 0
+	for i := 0; i <= len(t); i++ {
+		if i < len(t) && t[i] >= '0' && t[i] <= '9' {
+			continue
+		}
+		if i < len(t) {
+			if sep == 0 {
+				sep = t[i]
+			}
+			if t[i] != sep || sep != '-' && sep != '/' && sep != '.' {
+				return false
+			}
+		}
+		if n == 3 {
+			return false
+		}
+		parts[n] = t[start:i]
+		n++
+		start = i + 1
+	}
+	if n != 3 {
+		return false
+	}
+	short := func(s string) bool { return len(s) == 1 || len(s) == 2 }
+	return len(parts[0]) == 4 && short(parts[1]) && short(parts[2]) ||
+		short(parts[0]) && short(parts[1]) && len(parts[2]) == 4
+}
+
+// months are the English month names and their abbreviations; "may" and
+// "march" count only capitalised ("May 3", not "it may 2x").
+var months = map[string]bool{
+	"january": true, "february": true, "march": true, "april": true, "may": true, "june": true,
+	"july": true, "august": true, "september": true, "october": true, "november": true, "december": true,
+	"jan": true, "feb": true, "mar": true, "apr": true, "jun": true, "jul": true, "aug": true,
+	"sep": true, "sept": true, "oct": true, "nov": true, "dec": true,
+}
+
+// isMonthDate reports a month name next to a day or year: "May 3",
+// "August 8, 2008", "3 May", "Sept 2024".
+func isMonthDate(prev, t string) bool {
+	return isMonth(prev) && (isDay(t) || len(t) == 4 && isDigits(t)) || isDay(prev) && isMonth(t)
+}
+
+func isMonth(w string) bool {
+	if len(w) < 3 || len(w) > len("september") || !isLetters(w) {
+		return false
+	}
+	var buf [len("september")]byte
+	lw := lowerASCII(buf[:0], w)
+	if (string(lw) == "may" || string(lw) == "march") && w[0] != 'M' {
+		return false
+	}
+	return months[string(lw)]
+}
+
+// lowerASCII appends s to dst with ASCII letters lower-cased: a map
+// lookup of string(lowerASCII(buf[:0], w)) allocates nothing, where
+// lowerWord allocates for every capitalised word of a task.
+func lowerASCII(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// isDay reports 1-31 with an optional ordinal suffix: "3", "21st".
+func isDay(w string) bool {
+	n := 0
+	for n < len(w) && n < 2 && w[n] >= '0' && w[n] <= '9' {
+		n++
+	}
+	if n == 0 || w[0] == '0' && n == 1 {
+		return false
+	}
+	switch strings.ToLower(w[n:]) {
+	case "", "st", "nd", "rd", "th":
+	default:
+		return false
+	}
+	d := int(w[0] - '0')
+	if n == 2 {
+		d = d*10 + int(w[1]-'0')
+	}
+	return d >= 1 && d <= 31
+}
+
+// pathKind classifies a word that may be a path or a file name.
+func pathKind(t string, ext func(string)) Kinds {
+	rooted := t[0] == '/' || strings.HasPrefix(t, "~/") || strings.HasPrefix(t, "./") ||
+		strings.HasPrefix(t, "../") || len(t) > 2 && t[1] == ':' && (t[2] == '\\' || t[2] == '/') && isAlnum(t[0])
+	letter := false
+	for _, r := range t {
+		switch {
+		case r == '/' || r == '\\' || r == '.' || r == '-' || r == '_' || r == '~' || r == ':':
+		case r < utf8.RuneSelf && isAlnum(byte(r)):
+			letter = letter || r > '9'
+		case r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsNumber(r)):
+			letter = true
+		default:
+			return 0 // "a+b", "=", base64: not a path
+		}
+	}
+	if !letter {
+		return 0
+	}
+	base := t[strings.LastIndexAny(t, "/\\")+1:]
+	e := extension(base)
+	switch {
+	case rooted && e != "":
+	case rooted:
+		return KindDir
+	case fileTypes[e] == "" || e == "js" && base[0] >= 'A' && base[0] <= 'Z':
+		// "and/or", "vercel/ai", "e.g", and libraries named like a
+		// script ("Node.js", "Next.js"): no path
+		return 0
+	}
+	if ext != nil {
+		ext(e)
+	}
+	return KindFile
+}
+
+// extension returns the lower-cased extension of a file name: one to five
+// letters and digits, at least one a letter, after a dot that follows a
+// name. "9.5g" and "v1.2" have none.
+func extension(base string) string {
+	dot := strings.LastIndexByte(base, '.')
+	if dot <= 0 || dot == len(base)-1 || len(base)-dot-1 > 5 {
+		return ""
+	}
+	e := base[dot+1:]
+	letter := false
+	for i := 0; i < len(e); i++ {
+		if !isAlnum(e[i]) {
+			return ""
+		}
+		letter = letter || e[i] > '9'
+	}
+	if !letter {
+		return ""
+	}
+	return lowerWord(e)
+}
+
+// fileTypes gives the common file extensions the words of what the file
+// holds, in the words tools describe it with: general knowledge of file
+// types, not of any tool set. A task's "/root/q3.xlsx" asks for a tool of
+// Excel spreadsheets although it never says so.
+var fileTypes = map[string]string{
+	"pdf": "pdf", "doc": "word document", "docx": "word document", "odt": "document", "rtf": "document",
+	"xls": "excel spreadsheet", "xlsx": "excel spreadsheet", "ods": "spreadsheet", "csv": "csv table",
+	"tsv": "table", "ppt": "powerpoint presentation", "pptx": "powerpoint presentation", "odp": "presentation",
+	"png": "image", "jpg": "image", "jpeg": "image", "gif": "image", "webp": "image", "bmp": "image",
+	"svg": "svg image", "tif": "image", "tiff": "image", "heic": "image", "ico": "icon image",
+	"wav": "audio", "mp3": "audio", "flac": "audio", "ogg": "audio", "m4a": "audio", "aac": "audio",
+	"mp4": "video", "mov": "video", "avi": "video", "mkv": "video", "webm": "video",
+	"md": "markdown", "markdown": "markdown", "txt": "text", "log": "log text", "rst": "text",
+	"json": "json", "yaml": "yaml", "yml": "yaml", "toml": "toml", "xml": "xml", "ini": "config",
+	"html": "html web page", "htm": "html web page", "css": "css",
+	"py": "python", "ipynb": "jupyter notebook", "js": "javascript", "ts": "typescript", "tsx": "typescript",
+	"go": "go", "rs": "rust", "java": "java", "c": "c", "cpp": "c++", "h": "c", "rb": "ruby", "php": "php",
+	"sh": "shell script", "sql": "sql", "db": "database", "sqlite": "sqlite database",
+	"zip": "zip archive", "tar": "archive", "gz": "archive", "tgz": "archive", "7z": "archive", "rar": "archive",
+	"epub": "ebook", "bib": "bibtex", "tex": "latex", "ics": "calendar", "eml": "email", "vcf": "contact",
+}
+
+// paramKinds returns the value kinds a parameter takes, from its JSON
+// Schema format ("uri", "email", "date-time") or the words of its name
+// ("file_path", "outputDir", "imageUrl", "start_date"). A parameter whose
+// type is a boolean, number or object takes none ("isUrl"), nor one whose
+// name ends in a word describing a property of the value rather than the
+// value ("file_type", "url_count").
+func paramKinds(name, typ, format string) Kinds {
+	switch typ {
+	case "boolean", "integer", "number", "object", "null":
+		return 0
+	}
+	switch strings.ToLower(format) {
+	case "uri", "url", "iri", "uri-reference", "iri-reference":
+		return KindURL
+	case "email", "idn-email":
+		return KindEmail
+	case "date", "date-time":
+		return KindDate
+	}
+	var words []string
+	tk := tokenizer{cfg: &paramWordConfig}
+	tk.each(name, func(b []byte) { words = append(words, string(b)) })
+	if len(words) == 0 || notValueWords[words[len(words)-1]] {
+		return 0
+	}
+	var k Kinds
+	for _, w := range words {
+		k |= paramWords[w]
+	}
+	return k
+}
+
+// paramWordConfig splits parameter names into words as the index does,
+// unstemmed.
+var paramWordConfig = Config{AcronymPlural: true, SplitDigitUpper: true}
+
+// paramWords are the words of parameter names that say the value kind.
+var paramWords = map[string]Kinds{
+	"path": KindPath, "paths": KindPath, "filepath": KindPath, "filepaths": KindPath,
+	"file": KindFile, "files": KindFile, "filename": KindFile, "filenames": KindFile,
+	"dir": KindDir, "dirs": KindDir, "directory": KindDir, "directories": KindDir,
+	"folder": KindDir, "folders": KindDir,
+	"url": KindURL, "urls": KindURL, "uri": KindURL, "uris": KindURL, "link": KindURL,
+	"links": KindURL, "href": KindURL,
+	"email": KindEmail, "emails": KindEmail,
+	"date": KindDate, "dates": KindDate, "datetime": KindDate,
+}
+
+// notValueWords end parameter names about a value rather than holding
+// one: "file_type", "url_count", "path_pattern".
+var notValueWords = map[string]bool{
+	"type": true, "types": true, "format": true, "formats": true, "size": true, "count": true,
+	"encoding": true, "pattern": true, "glob": true, "mode": true, "id": true, "ids": true,
+	"extension": true, "length": true, "limit": true,
+}
