@@ -139,13 +139,14 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 		// log level. They are renewed even when a list fails (the lists
 		// are only what clients see), within a budget of their own as
 		// long as the refresh's: a slow list must not use up their time.
-		var budget time.Duration
-		if dl, ok := ctx.Deadline(); ok {
-			budget = time.Until(dl)
-		}
+		dl, bounded := ctx.Deadline()
+		budget := time.Until(dl)
 		defer func() {
 			rctx := context.WithoutCancel(ctx)
-			if budget > 0 {
+			if bounded {
+				// A deadline already past leaves no budget: the renewal
+				// fails at once (and says so in the log) rather than
+				// running without a bound.
 				var cancel context.CancelFunc
 				rctx, cancel = context.WithTimeout(rctx, budget)
 				defer cancel()

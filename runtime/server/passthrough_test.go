@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -33,6 +35,8 @@ type fakeBackends struct {
 	calls []string
 	// listErr, when set, fails every list (a backend slow or broken to list).
 	listErr error
+	// seen, when set, sees the context of each subscribe and log level.
+	seen func(ctx context.Context, call string)
 }
 
 func (f *fakeBackends) log(s string) {
@@ -67,9 +71,12 @@ func (f *fakeBackends) Complete(_ context.Context, b string, ref backend.Complet
 	return json.RawMessage(`{"completion":{"values":["` + value + `1","` + value + `2"],"total":2}}`), nil
 }
 
-func (f *fakeBackends) Subscribe(_ context.Context, b, uri string) error {
+func (f *fakeBackends) Subscribe(ctx context.Context, b, uri string) error {
 	f.log("subscribe " + b + " " + uri)
-	return nil
+	if f.seen != nil {
+		f.seen(ctx, "subscribe "+b+" "+uri)
+	}
+	return ctx.Err()
 }
 
 func (f *fakeBackends) Unsubscribe(_ context.Context, b, uri string) error {
@@ -77,9 +84,12 @@ func (f *fakeBackends) Unsubscribe(_ context.Context, b, uri string) error {
 	return nil
 }
 
-func (f *fakeBackends) SetLevel(_ context.Context, b, level string) error {
+func (f *fakeBackends) SetLevel(ctx context.Context, b, level string) error {
 	f.log("level " + b + " " + level)
-	return nil
+	if f.seen != nil {
+		f.seen(ctx, "level "+b+" "+level)
+	}
+	return ctx.Err()
 }
 
 const secret = "ghp_a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2"
@@ -409,6 +419,31 @@ func TestReconnectRenewsSubscriptionsWhenListingFails(t *testing.T) {
 	want := []string{"subscribe beta beta://only", "level beta debug"}
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("backend calls after the reconnect (-want +got):\n%s", diff)
+	}
+}
+
+// TestRenewalPastTheDeadlineFailsFast: a reconnect's Refresh called with
+// its deadline already past renews subscriptions and the log level with a
+// context that has already ended, so they fail at once; they ran with no
+// bound at all, holding the backend's next refresh for a backend that may
+// never answer.
+func TestRenewalPastTheDeadlineFailsFast(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	if err := s.pass.subscribe(t.Context(), "s1", "beta://only"); err != nil {
+		t.Fatal(err)
+	}
+	s.pass.logs.set("s1", mcp.LoggingLevelDebug)
+	var got []string
+	f.seen = func(ctx context.Context, call string) {
+		_, bounded := ctx.Deadline()
+		got = append(got, fmt.Sprintf("%s: bounded %v, ended %v", call, bounded, ctx.Err() != nil))
+	}
+	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	_ = s.Refresh(ctx, "beta")
+	want := []string{"subscribe beta beta://only: bounded true, ended true", "level beta debug: bounded true, ended true"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("renewal contexts (-want +got):\n%s", diff)
 	}
 }
 
