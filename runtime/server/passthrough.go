@@ -284,8 +284,12 @@ func (p *passthru) sync() {
 	table := route.New(routes)
 	p.table.Store(table)
 	p.exposed.Store(&exposed)
-	for _, m := range p.subs.moved(table) {
+	moves, settled := p.subs.moved(table)
+	for _, m := range moves {
 		go p.rehome(m.uri, m.from, m.to)
+	}
+	for _, m := range settled {
+		p.s.log.Info("a resource subscription that could not move needs no move now: the backend kiln subscribed at serves the URI again", "uri", m.uri, "backend", m.from)
 	}
 	for _, w := range route.Problems(routes) {
 		if !p.warned(w) {

@@ -37,6 +37,8 @@ type fakeBackends struct {
 	listErr error
 	// seen, when set, sees the context of each subscribe and log level.
 	seen func(ctx context.Context, call string)
+	// subErr, when set, fails every subscribe (a backend down).
+	subErr error
 }
 
 func (f *fakeBackends) log(s string) {
@@ -75,6 +77,12 @@ func (f *fakeBackends) Subscribe(ctx context.Context, b, uri string) error {
 	f.log("subscribe " + b + " " + uri)
 	if f.seen != nil {
 		f.seen(ctx, "subscribe "+b+" "+uri)
+	}
+	f.mu.Lock()
+	err := f.subErr
+	f.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	return ctx.Err()
 }
@@ -462,6 +470,88 @@ func TestSubscriptionFollowsTheURIsOwner(t *testing.T) {
 		want := []string{"subscribe alpha shared://x", "subscribe beta shared://x", "unsubscribe alpha shared://x"}
 		if diff := cmp.Diff(want, f.calls); diff != "" {
 			t.Errorf("backend calls (-want +got):\n%s", diff)
+		}
+		if got := s.pass.subs.sessions("beta", "shared://x"); !slices.Equal(got, []string{"s1"}) {
+			t.Errorf("beta's updates of shared://x reach %v, want [s1]", got)
+		}
+	})
+}
+
+// recordLog keeps "LEVEL message" of each record at Info or above.
+type recordLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *recordLog) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelInfo }
+func (l *recordLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
+	return nil
+}
+func (l *recordLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *recordLog) WithGroup(string) slog.Handler      { return l }
+
+func (l *recordLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.msgs
+	l.msgs = nil
+	return out
+}
+
+// TestRehomeWarnsOncePerOutage: a subscription that cannot move to the
+// URI's new owner is retried on every list sync; the warning was logged
+// on every retry, and now once per outage, with one line when the outage
+// ends: the old owner serves the URI again, or the move succeeds.
+func TestRehomeWarnsOncePerOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := newPassthroughServer(t)
+		logs := &recordLog{}
+		s.log = slog.New(logs)
+		setSubErr := func(err error) {
+			f.mu.Lock()
+			f.subErr = err
+			f.mu.Unlock()
+		}
+		syncs := func(n int) {
+			for range n {
+				s.pass.sync()
+				synctest.Wait()
+			}
+		}
+		if err := s.pass.subscribe(t.Context(), "s1", "shared://x"); err != nil {
+			t.Fatal(err)
+		}
+		s.pass.mu.Lock()
+		alpha := s.pass.offers["alpha"]
+		s.pass.mu.Unlock()
+		setSubErr(errors.New("backend \"beta\" is down"))
+		// First outage: alpha leaves, beta serves shared://x but is down,
+		// then alpha comes back.
+		s.Forget("alpha")
+		synctest.Wait()
+		syncs(3)
+		s.pass.mu.Lock()
+		s.pass.offers["alpha"] = alpha
+		s.pass.mu.Unlock()
+		syncs(2)
+		// Second outage: alpha leaves again; beta answers at last.
+		s.Forget("alpha")
+		synctest.Wait()
+		syncs(3)
+		setSubErr(nil)
+		syncs(2)
+		const stuck = "WARN could not move a resource subscription to the backend that serves the URI now; its subscribers get no updates until it answers (kiln retries when backend lists change)"
+		want := []string{
+			stuck,
+			"INFO a resource subscription that could not move needs no move now: the backend kiln subscribed at serves the URI again",
+			stuck,
+			"INFO moved a resource subscription to the backend that serves the URI now; its subscribers get updates again",
+		}
+		if diff := cmp.Diff(want, logs.take()); diff != "" {
+			t.Errorf("log (-want +got):\n%s", diff)
 		}
 		if got := s.pass.subs.sessions("beta", "shared://x"); !slices.Equal(got, []string{"s1"}) {
 			t.Errorf("beta's updates of shared://x reach %v, want [s1]", got)
