@@ -370,10 +370,10 @@ func TestCallLogsKeepTheClientsLevel(t *testing.T) {
 	modern := server.WithRequestProtocolInfo(unset, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28"})
 	modernWarn := server.WithRequestProtocolInfo(unset, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28", LogLevel: mcp.LoggingLevelWarning})
 
-	levels := map[string]string{}
-	logs := func(ctx context.Context, sess *connSession) []string {
+	asked := map[string]string{}
+	logs := func(name string, ctx context.Context, sess *connSession) []string {
 		obs := dispatch.ObserverFrom(s.observeWith(ctx, mcp.CallToolRequest{}, nil))
-		levels[sess.id+"/"+obs.LogLevel] = obs.LogLevel
+		asked[name] = fmt.Sprintf("level %q, quiet %v", obs.LogLevel, obs.Quiet)
 		for _, level := range []string{"debug", "info", "warning", "error"} {
 			obs.Log(json.RawMessage(`{"level":"` + level + `","data":"` + level + `"}`))
 		}
@@ -395,7 +395,7 @@ func TestCallLogsKeepTheClientsLevel(t *testing.T) {
 		{"2026-07-28 without a level", modern, unsetSess, nil},
 		{"2026-07-28 at warning", modernWarn, unsetSess, []string{"warning", "error"}},
 	} {
-		if diff := cmp.Diff(c.want, logs(c.ctx, c.sess)); diff != "" {
+		if diff := cmp.Diff(c.want, logs(c.name, c.ctx, c.sess)); diff != "" {
 			t.Errorf("%s: messages (-want +got):\n%s", c.name, diff)
 		}
 	}
@@ -403,9 +403,17 @@ func TestCallLogsKeepTheClientsLevel(t *testing.T) {
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("levels forwarded to backends (-want +got):\n%s", diff)
 	}
-	// What a 2026-07-28 backend is asked for with each call.
-	wantLevels := map[string]string{"quiet/error": "error", "unset/": "", "unset/warning": "warning"}
-	if diff := cmp.Diff(wantLevels, levels); diff != "" {
+	// What a 2026-07-28 backend is asked for with each call: nothing for a
+	// 2026-07-28 request that names no level, which gets no messages (it
+	// was asked for info, all dropped here); info ("") for an older
+	// session that set none, which gets all.
+	wantAsked := map[string]string{
+		"set error":                  `level "error", quiet false`,
+		"never set":                  `level "", quiet false`,
+		"2026-07-28 without a level": `level "", quiet true`,
+		"2026-07-28 at warning":      `level "warning", quiet false`,
+	}
+	if diff := cmp.Diff(wantAsked, asked); diff != "" {
 		t.Errorf("call log levels (-want +got):\n%s", diff)
 	}
 }
