@@ -256,10 +256,16 @@ func procsWith(t *testing.T, s string) []string {
 }
 
 // TestWorkspaceAgentFlow is what an agent does with a Go project: read,
-// grep, edit, build and test until green.
+// grep, lint, edit, build and test until green. run_lint comes before the
+// edit because the edit's post-edit go vet has 8 s: in a fresh build cache
+// the first go vet also runs vet, for its facts, over every package
+// calc_test.go imports, directly or not (5 s on an idle 2-core machine,
+// after go test), so under load the checks were skipped and the test
+// failed; with the cache warmed, that vet takes 0.2 s.
 func TestWorkspaceAgentFlow(t *testing.T) {
 	k := startWorkspaceKiln(t)
 	k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), false, "FAILED")
+	k.expect(t, k.tier1(t, "repo.run_lint", map[string]any{}), false, "passed")
 	k.expect(t, k.tier1(t, "repo.Grep", map[string]any{"pattern": "a - b", "type": "go"}), false, "calc.go")
 	k.expect(t, k.tier1(t, "repo.Read", map[string]any{"file_path": "calc.go", "offset": 4, "limit": 3}), false, "     5\t\treturn a - b")
 	r := k.tier1(t, "repo.Edit", map[string]any{"file_path": "calc.go", "old_string": "return a - b", "new_string": "x := 1\n\treturn a + b"})

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	backendpkg "github.com/kilnmcp/kiln/runtime/backend"
 )
 
 // session stands in for the server's per-call client session (the real
@@ -205,4 +207,29 @@ func TestRootsListOutlivesTheCallItWasRoutedBy(t *testing.T) {
 			t.Errorf("roots/list after the call that routed it ended: %v; want the client's answer", err)
 		}
 	})
+}
+
+// TestCallAsksForTheObserversLogs: a call asks its backend for log
+// messages only when the observer takes them and is not quiet (a
+// 2026-07-28 request that named no level gets none, so its backend is
+// asked for none instead of info).
+func TestCallAsksForTheObserversLogs(t *testing.T) {
+	logf := func(json.RawMessage) {}
+	for _, tc := range []struct {
+		name string
+		obs  *Observer
+		want backendpkg.CallOptions
+	}{
+		{"no log taker", &Observer{}, backendpkg.CallOptions{}},
+		{"level named", &Observer{Log: logf, LogLevel: "debug"}, backendpkg.CallOptions{Logs: true, LogLevel: "debug"}},
+		{"no level named", &Observer{Log: logf}, backendpkg.CallOptions{Logs: true}},
+		{"quiet", &Observer{Log: logf, Quiet: true}, backendpkg.CallOptions{}},
+	} {
+		var o observers
+		got, done := o.track(WithObserver(t.Context(), tc.obs), "b")
+		done()
+		if got != tc.want {
+			t.Errorf("%s: call options %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
 }

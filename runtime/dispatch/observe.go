@@ -22,6 +22,10 @@ type Observer struct {
 	// LogLevel is the least severe level Log wants, where the protocol
 	// asks per request (2026-07-28 backends); "" means info.
 	LogLevel string
+	// Quiet asks such backends for no log messages: the caller gets none
+	// (a 2026-07-28 request that names no level). Log still takes any a
+	// backend sends unasked.
+	Quiet bool
 	// Client, when set, answers the backend's requests to the client
 	// (sampling, elicitation, roots) made while it serves the call.
 	Client ClientSession
@@ -164,8 +168,9 @@ func (o *observers) trackLocked(obs *Observer, backend string) (opts backendpkg.
 		o.byBackend[backend] = map[string]*Observer{}
 	}
 	o.byBackend[backend][tok] = obs
-	opts.Logs = obs.Log != nil
-	opts.LogLevel = obs.LogLevel
+	if opts.Logs = obs.Log != nil && !obs.Quiet; opts.Logs {
+		opts.LogLevel = obs.LogLevel
+	}
 	if obs.Progress != nil {
 		opts.ProgressToken = tok
 	}

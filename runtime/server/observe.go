@@ -41,6 +41,11 @@ func (s *Server) observeWith(ctx context.Context, req mcp.CallToolRequest, clien
 		obs.Client = client
 	}
 	obs.LogLevel = s.logLevel(ctx)
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern && info.LogLevel == "" {
+		// logWanted passes this caller no message: asking the backend
+		// for info would only make it send what kiln drops.
+		obs.Quiet = true
+	}
 	if token != nil {
 		obs.Progress = func(progress float64, total *float64, message string) {
 			p := map[string]any{"progressToken": token, "progress": progress}

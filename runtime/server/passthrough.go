@@ -139,13 +139,14 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 		// log level. They are renewed even when a list fails (the lists
 		// are only what clients see), within a budget of their own as
 		// long as the refresh's: a slow list must not use up their time.
-		var budget time.Duration
-		if dl, ok := ctx.Deadline(); ok {
-			budget = time.Until(dl)
-		}
+		dl, bounded := ctx.Deadline()
+		budget := time.Until(dl)
 		defer func() {
 			rctx := context.WithoutCancel(ctx)
-			if budget > 0 {
+			if bounded {
+				// A deadline already past leaves no budget: the renewal
+				// fails at once (and says so in the log) rather than
+				// running without a bound.
 				var cancel context.CancelFunc
 				rctx, cancel = context.WithTimeout(rctx, budget)
 				defer cancel()
@@ -283,8 +284,12 @@ func (p *passthru) sync() {
 	table := route.New(routes)
 	p.table.Store(table)
 	p.exposed.Store(&exposed)
-	for _, m := range p.subs.moved(table) {
+	moves, settled := p.subs.moved(table)
+	for _, m := range moves {
 		go p.rehome(m.uri, m.from, m.to)
+	}
+	for _, m := range settled {
+		p.s.log.Info("a resource subscription that could not move needs no move now: the backend kiln subscribed at serves the URI again", "uri", m.uri, "backend", m.from)
 	}
 	for _, w := range route.Problems(routes) {
 		if !p.warned(w) {

@@ -24,6 +24,9 @@ type subscriptions struct {
 	bySession map[string]map[string]bool // session -> URIs
 	byURI     map[string]map[string]bool // URI -> sessions
 	owner     map[string]string          // URI -> backend subscribed at
+	// stuck holds the URIs whose move to a new owner failed (rehome),
+	// so the retries of one outage log once.
+	stuck map[string]bool
 	// streams deliver to subscriptions/listen streams, by their key in
 	// bySession.
 	streams map[string]func(mcp.JSONRPCNotification)
@@ -44,6 +47,7 @@ func (t *subscriptions) init() {
 	t.bySession = map[string]map[string]bool{}
 	t.byURI = map[string]map[string]bool{}
 	t.owner = map[string]string{}
+	t.stuck = map[string]bool{}
 	t.streams = map[string]func(mcp.JSONRPCNotification){}
 }
 
@@ -85,6 +89,7 @@ func (t *subscriptions) remove(session, uri string) string {
 	b := t.owner[uri]
 	delete(t.byURI, uri)
 	delete(t.owner, uri)
+	delete(t.stuck, uri)
 	return b
 }
 
@@ -133,17 +138,22 @@ func (t *subscriptions) at(backend string) []string {
 type move struct{ uri, from, to string }
 
 // moved returns the subscribed URIs that table gives another backend than
-// the one kiln subscribed at.
-func (t *subscriptions) moved(table *route.Table) []move {
+// the one kiln subscribed at, and the stuck ones that no longer need a
+// move (the backend kiln subscribed at serves them again).
+func (t *subscriptions) moved(table *route.Table) (out []move, settled []move) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []move
 	for uri, from := range t.owner {
-		if to, ok := table.Owner(uri); ok && to != from {
+		to, ok := table.Owner(uri)
+		switch {
+		case ok && to != from:
 			out = append(out, move{uri, from, to})
+		case ok && t.stuck[uri]:
+			delete(t.stuck, uri)
+			settled = append(settled, move{uri: uri, from: from})
 		}
 	}
-	return out
+	return out, settled
 }
 
 // rehome moves kiln's subscription to uri from the backend that served it
@@ -161,13 +171,27 @@ func (p *passthru) rehome(uri, from, to string) {
 	// Each request keeps its backend's call timeout (dispatch).
 	ctx := context.Background()
 	if err := p.s.opts.Passthrough.Subscribe(ctx, to, uri); err != nil {
-		p.s.log.Warn("could not move a resource subscription to the backend that serves the URI now; its subscribers get no updates until they subscribe again",
+		// Every list sync retries the move: one warning per outage.
+		p.subs.mu.Lock()
+		again := p.subs.stuck[uri]
+		p.subs.stuck[uri] = true
+		p.subs.mu.Unlock()
+		log := p.s.log.Warn
+		if again {
+			log = p.s.log.Debug
+		}
+		log("could not move a resource subscription to the backend that serves the URI now; its subscribers get no updates until it answers (kiln retries when backend lists change)",
 			"uri", uri, "from", from, "to", to, "err", err)
 		return
 	}
 	p.subs.mu.Lock()
 	p.subs.owner[uri] = to
+	was := p.subs.stuck[uri]
+	delete(p.subs.stuck, uri)
 	p.subs.mu.Unlock()
+	if was {
+		p.s.log.Info("moved a resource subscription to the backend that serves the URI now; its subscribers get updates again", "uri", uri, "from", from, "to", to)
+	}
 	if err := p.s.opts.Passthrough.Unsubscribe(ctx, from, uri); err != nil {
 		p.s.log.Debug("could not unsubscribe the backend that no longer serves a URI", "backend", from, "uri", uri, "err", err)
 	}

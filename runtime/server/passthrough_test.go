@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -33,6 +35,10 @@ type fakeBackends struct {
 	calls []string
 	// listErr, when set, fails every list (a backend slow or broken to list).
 	listErr error
+	// seen, when set, sees the context of each subscribe and log level.
+	seen func(ctx context.Context, call string)
+	// subErr, when set, fails every subscribe (a backend down).
+	subErr error
 }
 
 func (f *fakeBackends) log(s string) {
@@ -67,9 +73,18 @@ func (f *fakeBackends) Complete(_ context.Context, b string, ref backend.Complet
 	return json.RawMessage(`{"completion":{"values":["` + value + `1","` + value + `2"],"total":2}}`), nil
 }
 
-func (f *fakeBackends) Subscribe(_ context.Context, b, uri string) error {
+func (f *fakeBackends) Subscribe(ctx context.Context, b, uri string) error {
 	f.log("subscribe " + b + " " + uri)
-	return nil
+	if f.seen != nil {
+		f.seen(ctx, "subscribe "+b+" "+uri)
+	}
+	f.mu.Lock()
+	err := f.subErr
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 func (f *fakeBackends) Unsubscribe(_ context.Context, b, uri string) error {
@@ -77,9 +92,12 @@ func (f *fakeBackends) Unsubscribe(_ context.Context, b, uri string) error {
 	return nil
 }
 
-func (f *fakeBackends) SetLevel(_ context.Context, b, level string) error {
+func (f *fakeBackends) SetLevel(ctx context.Context, b, level string) error {
 	f.log("level " + b + " " + level)
-	return nil
+	if f.seen != nil {
+		f.seen(ctx, "level "+b+" "+level)
+	}
+	return ctx.Err()
 }
 
 const secret = "ghp_a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2"
@@ -352,10 +370,10 @@ func TestCallLogsKeepTheClientsLevel(t *testing.T) {
 	modern := server.WithRequestProtocolInfo(unset, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28"})
 	modernWarn := server.WithRequestProtocolInfo(unset, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28", LogLevel: mcp.LoggingLevelWarning})
 
-	levels := map[string]string{}
-	logs := func(ctx context.Context, sess *connSession) []string {
+	asked := map[string]string{}
+	logs := func(name string, ctx context.Context, sess *connSession) []string {
 		obs := dispatch.ObserverFrom(s.observeWith(ctx, mcp.CallToolRequest{}, nil))
-		levels[sess.id+"/"+obs.LogLevel] = obs.LogLevel
+		asked[name] = fmt.Sprintf("level %q, quiet %v", obs.LogLevel, obs.Quiet)
 		for _, level := range []string{"debug", "info", "warning", "error"} {
 			obs.Log(json.RawMessage(`{"level":"` + level + `","data":"` + level + `"}`))
 		}
@@ -377,7 +395,7 @@ func TestCallLogsKeepTheClientsLevel(t *testing.T) {
 		{"2026-07-28 without a level", modern, unsetSess, nil},
 		{"2026-07-28 at warning", modernWarn, unsetSess, []string{"warning", "error"}},
 	} {
-		if diff := cmp.Diff(c.want, logs(c.ctx, c.sess)); diff != "" {
+		if diff := cmp.Diff(c.want, logs(c.name, c.ctx, c.sess)); diff != "" {
 			t.Errorf("%s: messages (-want +got):\n%s", c.name, diff)
 		}
 	}
@@ -385,9 +403,17 @@ func TestCallLogsKeepTheClientsLevel(t *testing.T) {
 	if diff := cmp.Diff(want, f.calls); diff != "" {
 		t.Errorf("levels forwarded to backends (-want +got):\n%s", diff)
 	}
-	// What a 2026-07-28 backend is asked for with each call.
-	wantLevels := map[string]string{"quiet/error": "error", "unset/": "", "unset/warning": "warning"}
-	if diff := cmp.Diff(wantLevels, levels); diff != "" {
+	// What a 2026-07-28 backend is asked for with each call: nothing for a
+	// 2026-07-28 request that names no level, which gets no messages (it
+	// was asked for info, all dropped here); info ("") for an older
+	// session that set none, which gets all.
+	wantAsked := map[string]string{
+		"set error":                  `level "error", quiet false`,
+		"never set":                  `level "", quiet false`,
+		"2026-07-28 without a level": `level "", quiet true`,
+		"2026-07-28 at warning":      `level "warning", quiet false`,
+	}
+	if diff := cmp.Diff(wantAsked, asked); diff != "" {
 		t.Errorf("call log levels (-want +got):\n%s", diff)
 	}
 }
@@ -412,6 +438,31 @@ func TestReconnectRenewsSubscriptionsWhenListingFails(t *testing.T) {
 	}
 }
 
+// TestRenewalPastTheDeadlineFailsFast: a reconnect's Refresh called with
+// its deadline already past renews subscriptions and the log level with a
+// context that has already ended, so they fail at once; they ran with no
+// bound at all, holding the backend's next refresh for a backend that may
+// never answer.
+func TestRenewalPastTheDeadlineFailsFast(t *testing.T) {
+	s, f := newPassthroughServer(t)
+	if err := s.pass.subscribe(t.Context(), "s1", "beta://only"); err != nil {
+		t.Fatal(err)
+	}
+	s.pass.logs.set("s1", mcp.LoggingLevelDebug)
+	var got []string
+	f.seen = func(ctx context.Context, call string) {
+		_, bounded := ctx.Deadline()
+		got = append(got, fmt.Sprintf("%s: bounded %v, ended %v", call, bounded, ctx.Err() != nil))
+	}
+	ctx, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	_ = s.Refresh(ctx, "beta")
+	want := []string{"subscribe beta beta://only: bounded true, ended true", "level beta debug: bounded true, ended true"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("renewal contexts (-want +got):\n%s", diff)
+	}
+}
+
 // A subscribed URI whose owner changes (the backend that served it was
 // removed or stopped listing it, and another serves it) follows it: kiln
 // subscribes at the new owner, and the new owner's updates reach the
@@ -427,6 +478,88 @@ func TestSubscriptionFollowsTheURIsOwner(t *testing.T) {
 		want := []string{"subscribe alpha shared://x", "subscribe beta shared://x", "unsubscribe alpha shared://x"}
 		if diff := cmp.Diff(want, f.calls); diff != "" {
 			t.Errorf("backend calls (-want +got):\n%s", diff)
+		}
+		if got := s.pass.subs.sessions("beta", "shared://x"); !slices.Equal(got, []string{"s1"}) {
+			t.Errorf("beta's updates of shared://x reach %v, want [s1]", got)
+		}
+	})
+}
+
+// recordLog keeps "LEVEL message" of each record at Info or above.
+type recordLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *recordLog) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelInfo }
+func (l *recordLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, r.Level.String()+" "+r.Message)
+	return nil
+}
+func (l *recordLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *recordLog) WithGroup(string) slog.Handler      { return l }
+
+func (l *recordLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.msgs
+	l.msgs = nil
+	return out
+}
+
+// TestRehomeWarnsOncePerOutage: a subscription that cannot move to the
+// URI's new owner is retried on every list sync; the warning was logged
+// on every retry, and now once per outage, with one line when the outage
+// ends: the old owner serves the URI again, or the move succeeds.
+func TestRehomeWarnsOncePerOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, f := newPassthroughServer(t)
+		logs := &recordLog{}
+		s.log = slog.New(logs)
+		setSubErr := func(err error) {
+			f.mu.Lock()
+			f.subErr = err
+			f.mu.Unlock()
+		}
+		syncs := func(n int) {
+			for range n {
+				s.pass.sync()
+				synctest.Wait()
+			}
+		}
+		if err := s.pass.subscribe(t.Context(), "s1", "shared://x"); err != nil {
+			t.Fatal(err)
+		}
+		s.pass.mu.Lock()
+		alpha := s.pass.offers["alpha"]
+		s.pass.mu.Unlock()
+		setSubErr(errors.New("backend \"beta\" is down"))
+		// First outage: alpha leaves, beta serves shared://x but is down,
+		// then alpha comes back.
+		s.Forget("alpha")
+		synctest.Wait()
+		syncs(3)
+		s.pass.mu.Lock()
+		s.pass.offers["alpha"] = alpha
+		s.pass.mu.Unlock()
+		syncs(2)
+		// Second outage: alpha leaves again; beta answers at last.
+		s.Forget("alpha")
+		synctest.Wait()
+		syncs(3)
+		setSubErr(nil)
+		syncs(2)
+		const stuck = "WARN could not move a resource subscription to the backend that serves the URI now; its subscribers get no updates until it answers (kiln retries when backend lists change)"
+		want := []string{
+			stuck,
+			"INFO a resource subscription that could not move needs no move now: the backend kiln subscribed at serves the URI again",
+			stuck,
+			"INFO moved a resource subscription to the backend that serves the URI now; its subscribers get updates again",
+		}
+		if diff := cmp.Diff(want, logs.take()); diff != "" {
+			t.Errorf("log (-want +got):\n%s", diff)
 		}
 		if got := s.pass.subs.sessions("beta", "shared://x"); !slices.Equal(got, []string{"s1"}) {
 			t.Errorf("beta's updates of shared://x reach %v, want [s1]", got)

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kilnmcp/kiln/runtime/textcut"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -157,11 +158,7 @@ func numberLines(r *bufio.Reader, offset, limit int) (string, error) {
 // over says whether more than line ends came after them.
 func writeLine(b *strings.Builder, i int, line []byte, over bool) {
 	if over {
-		cut := readLineCut
-		for cut > 0 && line[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		fmt.Fprintf(b, "%6d\t%s… [line cut]\n", i, line[:cut])
+		fmt.Fprintf(b, "%6d\t%s… [line cut]\n", i, textcut.Prefix(string(line), readLineCut))
 		return
 	}
 	fmt.Fprintf(b, "%6d\t%s\n", i, bytes.TrimRight(line[:min(len(line), readLineCut)], "\r\n"))

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kilnmcp/kiln/runtime/textcut"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -507,7 +508,7 @@ func contentLines(re *regexp.Regexp, data []byte, multiline bool, before, after 
 		if s != "" {
 			text := lines[i]
 			if len(text) > readLineCut {
-				text = text[:readLineCut] + "… [line cut]"
+				text = textcut.Prefix(text, readLineCut) + "… [line cut]"
 			}
 			out = append(out, grepLine{i + 1, s, text})
 		}

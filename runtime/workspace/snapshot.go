@@ -47,20 +47,50 @@ func snapshotCreateTool(w *Workspace, ctx context.Context, raw json.RawMessage) 
 	if _, err := os.Lstat(dst); err == nil {
 		return toolcall.Errorf("snapshot_create: a snapshot %q exists already; pick another name", id)
 	}
-	tmp := dst + ".partial"
-	_ = os.RemoveAll(tmp)
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return toolcall.Errorf("snapshot_create: %v", err)
+	if err := os.MkdirAll(w.snapDir(), 0o700); err != nil {
+		return toolcall.Errorf("snapshot_create: %s", errText(err))
+	}
+	// Each create copies into a folder of its own, so two creates of one
+	// name never write into or remove each other's copy.
+	tmp, err := os.MkdirTemp(w.snapDir(), id+".*"+partialSuffix)
+	if err != nil {
+		return toolcall.Errorf("snapshot_create: %s", errText(err))
 	}
 	files, size, err := w.copyOut(ctx, tmp)
 	if err == nil {
-		err = os.Rename(tmp, dst)
+		if err = renameNoReplace(tmp, dst); errors.Is(err, fs.ErrExist) {
+			_ = os.RemoveAll(tmp)
+			return toolcall.Errorf("snapshot_create: a snapshot %q exists already (made while this one was copying); pick another name", id)
+		}
 	}
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		return toolcall.Errorf("snapshot_create failed, nothing was kept: %s", errText(err))
 	}
 	return toolcall.Text(fmt.Sprintf("Snapshot %q created: %d files, %d bytes. Restore it with snapshot_restore {\"id\": %q}.", id, files, size, id))
+}
+
+// partialSuffix ends the name of a snapshot still being copied; no
+// snapshot id holds a dot, so the listing tells the two apart.
+const partialSuffix = ".partial"
+
+// renameNoReplace moves the finished copy tmp to dst unless dst exists.
+// A plain rename onto an empty folder replaces it, so of two creates of
+// an empty tree both would report success.
+func renameNoReplace(tmp, dst string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		// The file system has no RENAME_NOREPLACE: a rename onto a
+		// snapshot holding anything still fails with ENOTEMPTY.
+		err = unix.Rename(tmp, dst)
+	}
+	if errors.Is(err, unix.ENOTEMPTY) {
+		err = unix.EEXIST
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: tmp, New: dst, Err: err}
+	}
+	return nil
 }
 
 // copyOut copies the tree beneath the root into dst, never following a
@@ -131,7 +161,7 @@ func snapshotListTool(w *Workspace, _ context.Context, _ json.RawMessage) *toolc
 	}
 	var snaps []snap
 	for _, e := range ents {
-		if e.IsDir() && !strings.HasSuffix(e.Name(), ".partial") {
+		if e.IsDir() && !strings.HasSuffix(e.Name(), partialSuffix) {
 			info, _ := e.Info()
 			snaps = append(snaps, snap{e.Name(), info.ModTime()})
 		}

@@ -1,0 +1,78 @@
+package workspace
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestConcurrentSnapshotCreates runs eight snapshot_create calls of one
+// name at once. They shared one dst+".partial" folder, so they removed or
+// wrote into each other's copy; now exactly one wins, the others fail
+// naming the snapshot, the winner holds the whole tree and no temporary
+// folder is left behind. An empty tree too: a plain rename onto an empty
+// folder replaces it, which let two creates both succeed.
+func TestConcurrentSnapshotCreates(t *testing.T) {
+	for _, nfiles := range []int{200, 0} {
+		t.Run(fmt.Sprintf("%d files", nfiles), func(t *testing.T) { raceSnapshotCreates(t, nfiles) })
+	}
+}
+
+func raceSnapshotCreates(t *testing.T, nfiles int) {
+	f := newFixture(t, nil)
+	for i := range nfiles {
+		f.write(fmt.Sprintf("d%d/f%d.txt", i%10, i), strings.Repeat("x", i))
+	}
+	const racers = 8
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		texts [racers]string
+		errs  [racers]bool
+	)
+	for i := range racers {
+		wg.Go(func() {
+			<-start
+			texts[i], errs[i] = f.call("snapshot_create", map[string]any{"name": "same"})
+		})
+	}
+	close(start)
+	wg.Wait()
+	wins := 0
+	for i := range racers {
+		switch {
+		case !errs[i]:
+			wins++
+		case !strings.Contains(texts[i], `"same"`) || !strings.Contains(texts[i], "exists already"):
+			t.Errorf("a losing create said %q, want an error naming snapshot \"same\"", texts[i])
+		}
+	}
+	if wins != 1 {
+		t.Errorf("%d creates succeeded, want 1: %q", wins, texts)
+	}
+	ents, err := os.ReadDir(f.w.snapDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || names[0] != "same" {
+		t.Errorf("snapshot folder holds %q, want only [same]", names)
+	}
+	files := 0
+	err = filepath.WalkDir(filepath.Join(f.w.snapDir(), "same"), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files++
+		}
+		return err
+	})
+	if err != nil || files != nfiles {
+		t.Errorf("snapshot holds %d files (%v), want %d", files, err, nfiles)
+	}
+}
