@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +37,12 @@ func supervise(bash string, argv, env []string, stderr io.Writer) int {
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
+	// An orphan the command leaves is this process's child: it is reaped
+	// as it ends, not when bash does, or a long command that keeps
+	// leaving them fills the PID table with zombies. Bash is reaped by
+	// the same loop, so no second waiter races it for its status.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
 	// Its own group, so kiln's SIGTERM reaches this process alone and the
 	// group kill below spares it.
 	p, err := os.StartProcess(bash, argv, &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
@@ -44,26 +51,20 @@ func supervise(bash string, argv, env []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kiln workspace-exec: start bash: %v\n", err)
 		return 127
 	}
-	done := make(chan *os.ProcessState, 1)
-	go func() {
-		st, _ := p.Wait()
-		done <- st
-	}()
-	var st *os.ProcessState
-	select {
-	case st = <-done:
-	case <-term:
-		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
-		st = <-done
+	var ws syscall.WaitStatus
+	for ended := false; !ended; {
+		select {
+		case <-chld:
+		case <-term:
+			_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		}
+		ws, ended, _ = reapChildren(p.Pid)
 	}
 	endDescendants(p.Pid, time.Now().Add(reapBound))
-	if st == nil {
-		return 127
-	}
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	return st.ExitCode()
+	return ws.ExitStatus()
 }
 
 // endDescendants kills process group group (bash's, kept from reuse while
@@ -77,7 +78,7 @@ func endDescendants(group int, deadline time.Time) {
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		reaped := reapChildren()
+		_, _, reaped := reapChildren(0)
 		if len(pids) == 0 || time.Now().After(deadline) {
 			return
 		}
@@ -87,17 +88,22 @@ func endDescendants(group int, deadline time.Time) {
 	}
 }
 
-// reapChildren reaps every child that has ended and reports whether there
-// was one.
-func reapChildren() bool {
-	found := false
+// reapChildren reaps every child that has ended and reports whether
+// there was one; ended says whether watched was, and ws is its status.
+func reapChildren(watched int) (ws syscall.WaitStatus, ended, found bool) {
 	for {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|unix.WALL, nil)
+		var st syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &st, syscall.WNOHANG|unix.WALL, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
 		if pid <= 0 || err != nil {
-			return found
+			return ws, ended, found
 		}
 		found = true
+		if pid == watched {
+			ws, ended = st, true
+		}
 	}
 }
 

@@ -50,3 +50,25 @@ func TestFallbackExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// Orphans a running command leaves (a subshell's background child) are
+// reaped as they end, not only when bash does: a long background shell
+// that keeps starting such processes would otherwise fill the PID table
+// with zombies. (In a PID namespace bash, its first process, reaps
+// them, and /proc's PIDs are not the command's.)
+func TestFallbackReapsOrphansWhileTheCommandRuns(t *testing.T) {
+	f := newFixture(t, nil)
+	f.w.confine.noNamespaces.Store(true)
+	// The command watches its orphan for some seconds: gone
+	// (reaped) passes, a zombie fails at once.
+	cmd := `(true & echo $! > orphan.pid); o=$(cat orphan.pid)
+for i in $(seq 1 500); do
+  [ -e /proc/$o ] || { echo reaped; exit 0; }
+  case "$(grep State /proc/$o/status)" in *zombie*) echo zombie; exit 1;; esac
+  sleep 0.01
+done
+echo still running`
+	if text := f.expectOK("Bash", map[string]any{"command": cmd}); !strings.Contains(text, "reaped") {
+		t.Fatalf("Bash = %q, want its orphan reaped", text)
+	}
+}
