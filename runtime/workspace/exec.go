@@ -25,8 +25,13 @@ func ExecMain(args []string, stderr io.Writer) int {
 		return 2
 	}
 	// Die with kiln even if the namespace setup made the parent's
-	// Pdeathsig not apply here.
-	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0)
+	// Pdeathsig not apply here. Without namespaces, end the command's
+	// processes first (supervise's SIGTERM).
+	deathsig := syscall.SIGKILL
+	if spec.Reap {
+		deathsig = syscall.SIGTERM
+	}
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(deathsig), 0, 0, 0)
 	if spec.Landlock {
 		if err := restrict(spec); err != nil {
 			fmt.Fprintf(stderr, "kiln workspace-exec: Landlock: %v; the command was not run\n", err)

@@ -1,10 +1,15 @@
 package workspace
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Without namespaces bash is forked by workspace-exec instead of exec'd
@@ -70,5 +75,57 @@ done
 echo still running`
 	if text := f.expectOK("Bash", map[string]any{"command": cmd}); !strings.Contains(text, "reaped") {
 		t.Fatalf("Bash = %q, want its orphan reaped", text)
+	}
+}
+
+// When kiln dies (here: the thread that started workspace-exec ends, which
+// is what its parent-death signal watches), the command's processes end
+// too, those that left its group included.
+func TestFallbackCommandsEndWithKiln(t *testing.T) {
+	f := newFixture(t, nil)
+	f.w.confine.noNamespaces.Store(true)
+	m := marker()
+	t.Cleanup(func() {
+		for _, p := range procsWith(t, "sleep "+m) {
+			if pid, err := strconv.Atoi(p); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	cmd, err := f.w.command(fmt.Sprintf("sleep %s & setsid sleep %s & (sleep %s &); sleep %s", m, m, m, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan error), make(chan struct{})
+	// A goroutine that returns while locked ends its thread, unless that
+	// is the main thread, which the runtime keeps: that one stays locked
+	// by a goroutine of its own until the end, so another starts cmd.
+	var start func()
+	start = func() {
+		runtime.LockOSThread()
+		if syscall.Gettid() == syscall.Getpid() {
+			go start()
+			<-release
+			runtime.UnlockOSThread()
+			return
+		}
+		started <- cmd.Start()
+		<-release
+	}
+	go start()
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	for len(procsWith(t, "sleep "+m)) < 4 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	_ = cmd.Wait()
+	deadline := time.Now().Add(2 * reapBound)
+	for len(procsWith(t, "sleep "+m)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if left := procsWith(t, "sleep "+m); len(left) > 0 {
+		t.Fatalf("processes outlived kiln: %v", left)
 	}
 }
