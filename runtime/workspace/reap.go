@@ -1,12 +1,14 @@
 package workspace
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,22 +21,33 @@ import (
 // ended: a fork loop racing the kills must not keep the command running.
 const reapBound = 5 * time.Second
 
-// supervise runs bash as a child of this process and outlives it. In a
-// PID namespace bash is its first process, and its end ends every process
-// it started; without one, a descendant that left the process group
-// (setsid, a daemon) escaped kiln's group kill and outlived the command
-// and KillShell. As a child subreaper this process inherits such orphans;
-// when bash ends, or kiln sends SIGTERM (shell.kill), it kills bash's
-// group and every descendant left, reaps them, and exits with bash's
-// status (128+n for signal n, as kiln reports a signaled command).
+// supervise runs the command as a child of this process and outlives it.
+// In a PID namespace bash is its first process, and its end ends every
+// process it started; without one, a descendant that left the process
+// group (setsid, a daemon) escaped kiln's group kill and outlived the
+// command and KillShell. As a child subreaper this process inherits such
+// orphans; when bash ends, or kiln sends SIGTERM (shell.kill), it kills
+// bash's group and every descendant left, reaps them, and exits with
+// bash's status (128+n for signal n, as kiln reports a signaled command).
 //
-// It must run on the goroutine restrict locked to the Landlock-bound
-// thread: bash is forked from it and inherits that thread's domain.
-func supervise(bash string, argv, env []string, stderr io.Writer) int {
+// The child is workspace-exec again, without Reap: it confines itself and
+// execs bash, and this process stays outside the command's Landlock
+// domain, whose signal scope (ABI 6) then keeps the command from killing
+// it and escaping with what it started. Confined here, on the thread that
+// forks bash, it shared the command's domain.
+func supervise(spec execSpec, stderr io.Writer) int {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(stderr, "kiln workspace-exec: cannot adopt the command's orphans (PR_SET_CHILD_SUBREAPER): %v; the command was not run\n", err)
 		return 126
 	}
+	spec.Reap = false
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln workspace-exec: %v\n", err)
+		return 126
+	}
+	// The child's parent-death signal follows the thread that forks it.
+	runtime.LockOSThread()
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	// An orphan the command leaves is this process's child: it is reaped
@@ -44,11 +57,13 @@ func supervise(bash string, argv, env []string, stderr io.Writer) int {
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 	// Its own group, so kiln's SIGTERM reaches this process alone and the
-	// group kill below spares it.
-	p, err := os.StartProcess(bash, argv, &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
+	// group kill below spares it; /proc/self/exe is this very binary, even
+	// if an upgrade replaced the file since.
+	const exe = "/proc/self/exe"
+	p, err := os.StartProcess(exe, []string{exe, ExecCommand, string(raw)}, &os.ProcAttr{Env: spec.Env,
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
 	if err != nil {
-		fmt.Fprintf(stderr, "kiln workspace-exec: start bash: %v\n", err)
+		fmt.Fprintf(stderr, "kiln workspace-exec: start the command: %v\n", err)
 		return 127
 	}
 	var ws syscall.WaitStatus

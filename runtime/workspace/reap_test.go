@@ -129,3 +129,30 @@ func TestFallbackCommandsEndWithKiln(t *testing.T) {
 		t.Fatalf("processes outlived kiln: %v", left)
 	}
 }
+
+// A command cannot end workspace-exec, which would leave the processes
+// it started running: Landlock's signal scope (ABI 6) keeps the command
+// from signaling a process outside its domain, and workspace-exec stays
+// outside it.
+func TestFallbackCommandCannotKillItsSupervisor(t *testing.T) {
+	if kernelABI() < 6 {
+		t.Skip("the kernel's Landlock has no signal scope")
+	}
+	f := newFixture(t, nil)
+	f.w.confine.noNamespaces.Store(true)
+	m := marker()
+	t.Cleanup(func() {
+		for _, p := range procsWith(t, "sleep "+m) {
+			if pid, err := strconv.Atoi(p); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	text, _ := f.call("Bash", map[string]any{"command": fmt.Sprintf("setsid sleep %s & kill -KILL $PPID; echo kill: $?", m)})
+	if !strings.Contains(text, "kill: 1") {
+		t.Errorf("Bash = %q, want the kill refused", text)
+	}
+	if left := procsWith(t, "sleep "+m); len(left) > 0 {
+		t.Fatalf("processes outlived the command: %v", left)
+	}
+}
