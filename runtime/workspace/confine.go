@@ -153,6 +153,9 @@ func (w *Workspace) command(script string) (*exec.Cmd, error) {
 func (w *Workspace) sysProcAttr(namespaces bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if !namespaces {
+		// workspace-exec ends the command's processes on SIGTERM; killed
+		// outright, it would leave them running after kiln.
+		a.Pdeathsig = syscall.SIGTERM
 		return a
 	}
 	a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID

@@ -1,11 +1,14 @@
 package workspace
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,52 +21,65 @@ import (
 // ended: a fork loop racing the kills must not keep the command running.
 const reapBound = 5 * time.Second
 
-// supervise runs bash as a child of this process and outlives it. In a
-// PID namespace bash is its first process, and its end ends every process
-// it started; without one, a descendant that left the process group
-// (setsid, a daemon) escaped kiln's group kill and outlived the command
-// and KillShell. As a child subreaper this process inherits such orphans;
-// when bash ends, or kiln sends SIGTERM (shell.kill), it kills bash's
-// group and every descendant left, reaps them, and exits with bash's
-// status (128+n for signal n, as kiln reports a signaled command).
+// supervise runs the command as a child of this process and outlives it.
+// In a PID namespace bash is its first process, and its end ends every
+// process it started; without one, a descendant that left the process
+// group (setsid, a daemon) escaped kiln's group kill and outlived the
+// command and KillShell. As a child subreaper this process inherits such
+// orphans; when bash ends, or kiln sends SIGTERM (shell.kill), it kills
+// bash's group and every descendant left, reaps them, and exits with
+// bash's status (128+n for signal n, as kiln reports a signaled command).
 //
-// It must run on the goroutine restrict locked to the Landlock-bound
-// thread: bash is forked from it and inherits that thread's domain.
-func supervise(bash string, argv, env []string, stderr io.Writer) int {
+// The child is workspace-exec again, without Reap: it confines itself and
+// execs bash, and this process stays outside the command's Landlock
+// domain, whose signal scope (ABI 6) then keeps the command from killing
+// it and escaping with what it started. Confined here, on the thread that
+// forks bash, it shared the command's domain.
+func supervise(spec execSpec, stderr io.Writer) int {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(stderr, "kiln workspace-exec: cannot adopt the command's orphans (PR_SET_CHILD_SUBREAPER): %v; the command was not run\n", err)
 		return 126
 	}
+	spec.Reap = false
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln workspace-exec: %v\n", err)
+		return 126
+	}
+	// The child's parent-death signal follows the thread that forks it.
+	runtime.LockOSThread()
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
+	// An orphan the command leaves is this process's child: it is reaped
+	// as it ends, not when bash does, or a long command that keeps
+	// leaving them fills the PID table with zombies. Bash is reaped by
+	// the same loop, so no second waiter races it for its status.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
 	// Its own group, so kiln's SIGTERM reaches this process alone and the
-	// group kill below spares it.
-	p, err := os.StartProcess(bash, argv, &os.ProcAttr{Env: env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
+	// group kill below spares it; /proc/self/exe is this very binary, even
+	// if an upgrade replaced the file since.
+	const exe = "/proc/self/exe"
+	p, err := os.StartProcess(exe, []string{exe, ExecCommand, string(raw)}, &os.ProcAttr{Env: spec.Env,
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
 	if err != nil {
-		fmt.Fprintf(stderr, "kiln workspace-exec: start bash: %v\n", err)
+		fmt.Fprintf(stderr, "kiln workspace-exec: start the command: %v\n", err)
 		return 127
 	}
-	done := make(chan *os.ProcessState, 1)
-	go func() {
-		st, _ := p.Wait()
-		done <- st
-	}()
-	var st *os.ProcessState
-	select {
-	case st = <-done:
-	case <-term:
-		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
-		st = <-done
+	var ws syscall.WaitStatus
+	for ended := false; !ended; {
+		select {
+		case <-chld:
+		case <-term:
+			_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		}
+		ws, ended, _ = reapChildren(p.Pid)
 	}
 	endDescendants(p.Pid, time.Now().Add(reapBound))
-	if st == nil {
-		return 127
-	}
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
-	return st.ExitCode()
+	return ws.ExitStatus()
 }
 
 // endDescendants kills process group group (bash's, kept from reuse while
@@ -77,7 +93,7 @@ func endDescendants(group int, deadline time.Time) {
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		reaped := reapChildren()
+		_, _, reaped := reapChildren(0)
 		if len(pids) == 0 || time.Now().After(deadline) {
 			return
 		}
@@ -87,17 +103,22 @@ func endDescendants(group int, deadline time.Time) {
 	}
 }
 
-// reapChildren reaps every child that has ended and reports whether there
-// was one.
-func reapChildren() bool {
-	found := false
+// reapChildren reaps every child that has ended and reports whether
+// there was one; ended says whether watched was, and ws is its status.
+func reapChildren(watched int) (ws syscall.WaitStatus, ended, found bool) {
 	for {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|unix.WALL, nil)
+		var st syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &st, syscall.WNOHANG|unix.WALL, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
 		if pid <= 0 || err != nil {
-			return found
+			return ws, ended, found
 		}
 		found = true
+		if pid == watched {
+			ws, ended = st, true
+		}
 	}
 }
 
