@@ -46,10 +46,12 @@ type mcpgoSession struct{ c *mcpclient.Client }
 
 func newMCPGoStdio(t *testing.T, args ...string) session {
 	t.Helper()
+	env := ownState(t, args)
 	tr := transport.NewStdioWithOptions(kilnBin(t), nil, append([]string{"serve"}, args...),
-		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)
 			cmd.Dir = repoRoot(t)
+			cmd.Env = env
 			cmd.Stderr = testWriter{t, "kiln"}
 			return cmd, nil
 		}))
@@ -119,6 +121,7 @@ func newSDKStdio(t *testing.T) session {
 	t.Helper()
 	cmd := exec.Command(kilnBin(t), "serve")
 	cmd.Dir = repoRoot(t)
+	cmd.Env = ownState(t, nil)
 	cmd.Stderr = testWriter{t, "kiln"}
 	return connectSDK(t, &sdk.CommandTransport{Command: cmd})
 }

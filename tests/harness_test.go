@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -84,6 +85,19 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 var listenRE = regexp.MustCompile(`serving MCP at (http://[^/\s]+)/mcp`)
 
+// ownState is the environment of a kiln started with args: on the
+// embedded default config (no --config) its state folder would be the
+// checkout's .kiln, shared by every test and every run, whose usage
+// counts then reorder search answers; it gets a folder of the test's own.
+func ownState(t testing.TB, args []string) []string {
+	t.Helper()
+	env := os.Environ()
+	if !slices.Contains(args, "--config") {
+		env = append(env, "KILN_GATEWAY_STATE_DIR="+t.TempDir())
+	}
+	return env
+}
+
 // startHTTP runs `kiln serve --http 127.0.0.1:0` and returns its base URL
 // once it prints the address it listens on.
 func startHTTP(t *testing.T, args ...string) string {
@@ -91,6 +105,7 @@ func startHTTP(t *testing.T, args ...string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, kilnBin(t), append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = repoRoot(t)
+	cmd.Env = ownState(t, args)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	stderr, err := cmd.StderrPipe()

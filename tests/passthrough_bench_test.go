@@ -32,6 +32,7 @@ func BenchmarkPassthroughRead(b *testing.B) {
 			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 				cmd := exec.Command(command, args...)
 				cmd.Dir = repoRoot(b)
+				cmd.Env = ownState(b, nil)
 				return cmd, nil
 			}))
 		c := startBench(b, mcpclient.NewClient(tr))

@@ -111,6 +111,7 @@ func startRawStdio(t *testing.T, args ...string) *rawStdio {
 	t.Helper()
 	cmd := exec.Command(kilnBin(t), append([]string{"serve"}, args...)...)
 	cmd.Dir = repoRoot(t)
+	cmd.Env = ownState(t, args)
 	cmd.Stderr = testWriter{t, "kiln"}
 	cmd.WaitDelay = 10 * time.Second
 	stdin, err := cmd.StdinPipe()
