@@ -39,14 +39,12 @@ func NewDoc(backend, name, title, description string, inputSchema []byte) Doc {
 		var p struct {
 			Description any `json:"description"`
 			Type        any `json:"type"`
-			Format      any `json:"format"`
 		}
 		_ = json.Unmarshal(s.Properties[k], &p) // a malformed property keeps its name
 		desc, _ := p.Description.(string)
 		typ, _ := p.Type.(string)
-		format, _ := p.Format.(string)
 		d.Params = append(d.Params, Param{Name: k, Description: desc})
-		d.Takes |= paramKinds(k, typ, format)
+		d.Takes |= paramKinds(k, typ)
 	}
 	return d
 }

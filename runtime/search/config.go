@@ -221,12 +221,13 @@ type Feedback struct {
 // writers); "to" before a path alone marking it written .412, verbs alone
 // .440; directories left out .436; a URL's step ("fetch url") .434 /
 // .729, an e-mail address's ("send email") .440 / .730 (steps .744), a
-// date's ("date", without synonyms) .439 / .730, no change. The
+// date's ("date", without synonyms) .439 / .730, no change (so Kinds
+// holds paths only; URLs and e-mail addresses are only told from them). The
 // step's search leaves synonyms out (.440 with them, .455 at rank 1): its
 // words are kiln's own, and each is one more walk of postings.
 // Rejected, measured without Implied (.392 / .730): a tool that matches
-// the task and takes a kind of value it names (Doc.Takes: a path, URL,
-// e-mail address or date) scored 1.1-3 times (.390 at 1.1, .392 at 1.2,
+// the task and takes a kind of value it names (a path, URL, e-mail
+// address or date) scored 1.1-3 times (.390 at 1.1, .392 at 1.2,
 // down to .351 / .722 at 3), or only the best 1-3 such tools of each kind
 // (.381-.392 / .731): the tools it lifts are those the task's words found
 // already, while the file a task reads or writes needs a tool no word of

@@ -160,19 +160,7 @@ func (ix *Index) fileWords(sc *scratch, query string) {
 		if df <= 0 {
 			continue
 		}
-		w := ix.cfg.FileWords * idf(ix.liveDocs, df)
-		for si, seg := range ix.segs {
-			ti := seg.tools.find(t)
-			if ti < 0 {
-				continue
-			}
-			off := ix.docOffset(si)
-			for p := seg.tools.postOff[ti]; p < seg.tools.postOff[ti+1]; p++ {
-				if g := off + seg.tools.postDoc[p]; !ix.isHidden(g) {
-					sc.add(g, w*float64(abs32(seg.tools.postW[p])))
-				}
-			}
-		}
+		ix.addTerm(sc, t, ix.cfg.FileWords*idf(ix.liveDocs, df))
 	}
 	sc.terms = sc.terms[:mark]
 }

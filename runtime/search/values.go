@@ -6,25 +6,23 @@ import (
 	"unicode/utf8"
 )
 
-// Kinds is a set of kinds of literal values: the values a task names
-// ("/root/notes/x.md", "https://example.com", "ada@example.com",
-// "2024-05-01") and the ones a tool's parameters take.
+// Kinds is a set of kinds of literal values: the paths a task names
+// ("/root/notes/x.md", "/root/music") and the ones a tool's parameters
+// take. URLs, e-mail addresses and dates are not kinds: a step implied by
+// one did not help (DefaultConfig), so they are only told from paths.
 type Kinds uint8
 
 // The value kinds.
 const (
-	KindFile  Kinds = 1 << iota // a path or name of a file: "/root/a.wav", "docs/x.md", "r.pdf"
-	KindDir                     // a directory path: "/root/music", "~/code"
-	KindURL                     // "https://...", "www.example.com"
-	KindEmail                   // "ada@example.com"
-	KindDate                    // "2024-05-01", "05/01/2024", "May 3", "3 May 2024"
-	numKinds  = iota
+	KindFile Kinds = 1 << iota // a path or name of a file: "/root/a.wav", "docs/x.md", "r.pdf"
+	KindDir                    // a directory path: "/root/music", "~/code"
+	numKinds = iota
 )
 
 // KindPath is either kind of path.
 const KindPath = KindFile | KindDir
 
-// scanValues returns the kinds of the literal values in text, and calls
+// scanValues returns the kinds of the paths in text, and calls
 // ext, when not nil, with the lower-cased extension of each file it names.
 // It reads space-separated words with their surrounding punctuation
 // trimmed, so it allocates nothing for ASCII text. What is not a path:
@@ -34,18 +32,8 @@ const KindPath = KindFile | KindDir
 // fileTypes, and a capitalised ".js" names a library).
 func scanValues(text string, ext func(string)) Kinds {
 	var k Kinds
-	prev := ""
 	for w, ok := nextWord(text, 0); ok; w, ok = nextWord(text, w[1]) {
-		t := trimValue(text[w[0]:w[1]])
-		if t == "" {
-			prev = ""
-			continue
-		}
-		k |= valueKind(t, ext)
-		if isMonthDate(prev, t) {
-			k |= KindDate
-		}
-		prev = t
+		k |= valueKind(trimValue(text[w[0]:w[1]]), ext)
 	}
 	return k
 }
@@ -57,137 +45,19 @@ func trimValue(t string) string {
 	return strings.TrimRight(t, "\"'`)]}>.,;:!?”’")
 }
 
-// valueKind classifies one trimmed word.
+// valueKind classifies one trimmed word. A URL ("https://x/a.pdf",
+// "www.example.com") or an e-mail address ("ada@example.md") is no path,
+// whatever it ends in.
 func valueKind(t string, ext func(string)) Kinds {
-	if t == "" {
+	if t == "" || strings.Contains(t, "://") || strings.IndexByte(t, '@') >= 0 ||
+		len(t) > 4 && strings.EqualFold(t[:4], "www.") {
 		return 0
-	}
-	if i := strings.Index(t, "://"); i > 0 && isLetters(t[:i]) && i+3 < len(t) {
-		return KindURL
-	}
-	if len(t) > 4 && strings.EqualFold(t[:4], "www.") {
-		return KindURL
-	}
-	if i := strings.IndexByte(t, '@'); i >= 0 {
-		if isEmail(t, i) {
-			return KindEmail
-		}
-		return 0
-	}
-	if isNumericDate(t) {
-		return KindDate
 	}
 	return pathKind(t, ext)
 }
 
-func isLetters(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i] | 0x20; c < 'a' || c > 'z' {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// isEmail reports whether t, with its '@' at i, is local@domain.tld.
-func isEmail(t string, i int) bool {
-	local, domain := t[:i], t[i+1:]
-	if local == "" || strings.IndexByte(domain, '@') >= 0 {
-		return false
-	}
-	for j := 0; j < len(local); j++ {
-		c := local[j]
-		if !isAlnum(c) && strings.IndexByte("._%+-", c) < 0 {
-			return false
-		}
-	}
-	dot := strings.LastIndexByte(domain, '.')
-	if dot <= 0 || len(domain)-dot-1 < 2 || !isLetters(domain[dot+1:]) {
-		return false
-	}
-	for j := 0; j < dot; j++ {
-		if c := domain[j]; !isAlnum(c) && c != '-' && c != '.' {
-			return false
-		}
-	}
-	return true
-}
-
 func isAlnum(c byte) bool {
 	return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'z'
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// isNumericDate reports a year, month and day in digits: 2024-05-01,
-// 2024/5/1, 05/01/2024, 1.5.2024. The year has four digits, first or
-// last; "24/7" and "1/2" have no year.
-func isNumericDate(t string) bool {
-	if len(t) < 8 || len(t) > 10 {
-		return false
-	}
-	sep := byte(0)
-	var parts [3]string
-	n, start := 0, 0
-	for i := 0; i <= len(t); i++ {
-		if i < len(t) && t[i] >= '0' && t[i] <= '9' {
-			continue
-		}
-		if i < len(t) {
-			if sep == 0 {
-				sep = t[i]
-			}
-			if t[i] != sep || sep != '-' && sep != '/' && sep != '.' {
-				return false
-			}
-		}
-		if n == 3 {
-			return false
-		}
-		parts[n] = t[start:i]
-		n++
-		start = i + 1
-	}
-	if n != 3 {
-		return false
-	}
-	short := func(s string) bool { return len(s) == 1 || len(s) == 2 }
-	return len(parts[0]) == 4 && short(parts[1]) && short(parts[2]) ||
-		short(parts[0]) && short(parts[1]) && len(parts[2]) == 4
-}
-
-// months are the English month names and their abbreviations; "may" and
-// "march" count only capitalised ("May 3", not "it may 2x").
-var months = map[string]bool{
-	"january": true, "february": true, "march": true, "april": true, "may": true, "june": true,
-	"july": true, "august": true, "september": true, "october": true, "november": true, "december": true,
-	"jan": true, "feb": true, "mar": true, "apr": true, "jun": true, "jul": true, "aug": true,
-	"sep": true, "sept": true, "oct": true, "nov": true, "dec": true,
-}
-
-// isMonthDate reports a month name next to a day or year: "May 3",
-// "August 8, 2008", "3 May", "Sept 2024".
-func isMonthDate(prev, t string) bool {
-	return isMonth(prev) && (isDay(t) || len(t) == 4 && isDigits(t)) || isDay(prev) && isMonth(t)
-}
-
-func isMonth(w string) bool {
-	if len(w) < 3 || len(w) > len("september") || !isLetters(w) {
-		return false
-	}
-	var buf [len("september")]byte
-	lw := lowerASCII(buf[:0], w)
-	if (string(lw) == "may" || string(lw) == "march") && w[0] != 'M' {
-		return false
-	}
-	return months[string(lw)]
 }
 
 // lowerASCII appends s to dst with ASCII letters lower-cased: a map
@@ -202,27 +72,6 @@ func lowerASCII(dst []byte, s string) []byte {
 		dst = append(dst, c)
 	}
 	return dst
-}
-
-// isDay reports 1-31 with an optional ordinal suffix: "3", "21st".
-func isDay(w string) bool {
-	n := 0
-	for n < len(w) && n < 2 && w[n] >= '0' && w[n] <= '9' {
-		n++
-	}
-	if n == 0 || w[0] == '0' && n == 1 {
-		return false
-	}
-	switch strings.ToLower(w[n:]) {
-	case "", "st", "nd", "rd", "th":
-	default:
-		return false
-	}
-	d := int(w[0] - '0')
-	if n == 2 {
-		d = d*10 + int(w[1]-'0')
-	}
-	return d >= 1 && d <= 31
 }
 
 // pathKind classifies a word that may be a path or a file name.
@@ -305,24 +154,15 @@ var fileTypes = map[string]string{
 	"epub": "ebook", "bib": "bibtex", "tex": "latex", "ics": "calendar", "eml": "email", "vcf": "contact",
 }
 
-// paramKinds returns the value kinds a parameter takes, from its JSON
-// Schema format ("uri", "email", "date-time") or the words of its name
-// ("file_path", "outputDir", "imageUrl", "start_date"). A parameter whose
-// type is a boolean, number or object takes none ("isUrl"), nor one whose
+// paramKinds returns the value kinds a parameter takes, from the words of
+// its name ("file_path", "outputDir", "image_paths"). A parameter whose
+// type is a boolean, number or object takes none ("isFile"), nor one whose
 // name ends in a word describing a property of the value rather than the
-// value ("file_type", "url_count").
-func paramKinds(name, typ, format string) Kinds {
+// value ("file_type", "path_pattern").
+func paramKinds(name, typ string) Kinds {
 	switch typ {
 	case "boolean", "integer", "number", "object", "null":
 		return 0
-	}
-	switch strings.ToLower(format) {
-	case "uri", "url", "iri", "uri-reference", "iri-reference":
-		return KindURL
-	case "email", "idn-email":
-		return KindEmail
-	case "date", "date-time":
-		return KindDate
 	}
 	var words []string
 	tk := tokenizer{cfg: &paramWordConfig}
@@ -347,10 +187,6 @@ var paramWords = map[string]Kinds{
 	"file": KindFile, "files": KindFile, "filename": KindFile, "filenames": KindFile,
 	"dir": KindDir, "dirs": KindDir, "directory": KindDir, "directories": KindDir,
 	"folder": KindDir, "folders": KindDir,
-	"url": KindURL, "urls": KindURL, "uri": KindURL, "uris": KindURL, "link": KindURL,
-	"links": KindURL, "href": KindURL,
-	"email": KindEmail, "emails": KindEmail,
-	"date": KindDate, "dates": KindDate, "datetime": KindDate,
 }
 
 // notValueWords end parameter names about a value rather than holding

@@ -23,20 +23,17 @@ func TestScanValues(t *testing.T) {
 		{"edit docs/README.md", KindFile, []string{"md"}},
 		{`copy C:\Users\ada\q3.XLSX`, KindFile, []string{"xlsx"}},
 		{"(see '/root/a b/c.txt')", KindFile | KindDir, []string{"txt"}},
-		{"fetch https://example.com/a.pdf", KindURL, nil},
-		{"run a whois on www.baidu.com.", KindURL, nil},
-		{"mail ada@example.com about it", KindEmail, nil},
-		{"on 2022-04-30 and 05/01/2024", KindDate, nil},
-		{"born on August 8, 2008 at 11:00", KindDate, nil},
-		{"from 3 May to the 21st of June", KindDate, nil},
-		// Not values.
+		// Not paths.
+		{"fetch https://example.com/a.pdf", 0, nil},
+		{"run a whois on www.baidu.com.", 0, nil},
+		{"mail ada@example.md about it", 0, nil},
+		{"on 2022-04-30 and 05/01/2024", 0, nil},
 		{"yes and/or no", 0, nil},
 		{"open 24/7, 1/2 or 3/4 of it", 0, nil},
 		{"docs for vercel/ai and shadcn/ui", 0, nil},
 		{"a sub-DPS/buffer and a healer/survivor", 0, nil},
 		{"built with Node.js and Next.js, e.g. a site", 0, nil},
 		{"it weighs 9.5g, v1.2.3 of baidu.com", 0, nil},
-		{"you may 2x it; march 3 abreast", 0, nil},
 		{"reply to @ada or a@b", 0, nil},
 		{"iVBORw0KGgo+AAAAN/SUhEUgAA=", 0, nil},
 		{"12/2024 and 2024-13", 0, nil},
@@ -46,7 +43,7 @@ func TestScanValues(t *testing.T) {
 			var exts []string
 			got := scanValues(tc.text, func(e string) { exts = append(exts, e) })
 			if got != tc.want {
-				t.Errorf("kinds = %05b, want %05b", got, tc.want)
+				t.Errorf("kinds = %02b, want %02b", got, tc.want)
 			}
 			if diff := cmp.Diff(tc.exts, exts); diff != "" {
 				t.Errorf("extensions (-want +got):\n%s", diff)
@@ -57,28 +54,24 @@ func TestScanValues(t *testing.T) {
 
 func TestParamKinds(t *testing.T) {
 	for _, tc := range []struct {
-		name, typ, format string
-		want              Kinds
+		name, typ string
+		want      Kinds
 	}{
-		{"path", "string", "", KindPath},
-		{"fileAbsolutePath", "string", "", KindPath},
-		{"filename", "string", "", KindFile},
-		{"outputDir", "", "", KindDir},
-		{"image_paths", "array", "", KindPath},
-		{"imageUrl", "string", "", KindURL},
-		{"videoURLs", "array", "", KindURL},
-		{"to", "string", "email", KindEmail},
-		{"start_date", "string", "", KindDate},
-		{"when", "string", "date-time", KindDate},
-		{"site", "string", "uri", KindURL},
-		{"isUrl", "boolean", "", 0},
-		{"file_type", "string", "", 0},
-		{"url_count", "integer", "", 0},
-		{"query", "string", "", 0},
-		{"profile", "string", "", 0},
+		{"path", "string", KindPath},
+		{"fileAbsolutePath", "string", KindPath},
+		{"filename", "string", KindFile},
+		{"outputDir", "", KindDir},
+		{"image_paths", "array", KindPath},
+		{"isFile", "boolean", 0},
+		{"file_type", "string", 0},
+		{"path_count", "integer", 0},
+		{"path_pattern", "string", 0},
+		{"imageUrl", "string", 0},
+		{"query", "string", 0},
+		{"profile", "string", 0},
 	} {
-		if got := paramKinds(tc.name, tc.typ, tc.format); got != tc.want {
-			t.Errorf("paramKinds(%q, %q, %q) = %05b, want %05b", tc.name, tc.typ, tc.format, got, tc.want)
+		if got := paramKinds(tc.name, tc.typ); got != tc.want {
+			t.Errorf("paramKinds(%q, %q) = %02b, want %02b", tc.name, tc.typ, got, tc.want)
 		}
 	}
 }
@@ -90,11 +83,11 @@ func TestNewDocTakes(t *testing.T) {
 		"notify":  map[string]any{"type": "string", "format": "email"},
 	}})
 	d := NewDoc("fs", "write_file", "", "Write a file.", schema)
-	if want := KindPath | KindEmail; d.Takes != want {
-		t.Errorf("Takes = %05b, want %05b", d.Takes, want)
+	if want := KindPath; d.Takes != want {
+		t.Errorf("Takes = %02b, want %02b", d.Takes, want)
 	}
 	if d := NewDoc("fs", "x", "", "", []byte("{not json")); d.Takes != 0 {
-		t.Errorf("broken schema: Takes = %05b, want none", d.Takes)
+		t.Errorf("broken schema: Takes = %02b, want none", d.Takes)
 	}
 }
 
@@ -115,7 +108,7 @@ func TestImpliedStep(t *testing.T) {
 	} {
 		got, k := impliedStep(nil, tc.query)
 		if string(got) != tc.want || k != tc.kinds {
-			t.Errorf("impliedStep(%q) = %q, %05b; want %q, %05b", tc.query, got, k, tc.want, tc.kinds)
+			t.Errorf("impliedStep(%q) = %q, %02b; want %q, %02b", tc.query, got, k, tc.want, tc.kinds)
 		}
 	}
 }
@@ -253,7 +246,7 @@ func TestTakesSurviveLoad(t *testing.T) {
 	}
 	for i := range impliedDocs() {
 		if got, want := loaded.Doc(i).Takes, built.Doc(i).Takes; got != want {
-			t.Errorf("%s: Takes %05b after Load, want %05b", built.Doc(i).ID, got, want)
+			t.Errorf("%s: Takes %02b after Load, want %02b", built.Doc(i).ID, got, want)
 		}
 	}
 	const q = "Summarize the news and save it to /root/notes/brief.md"

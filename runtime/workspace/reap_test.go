@@ -19,8 +19,7 @@ func TestFallbackCommandsStayConfined(t *testing.T) {
 	if kernelABI() < 1 {
 		t.Skip("the kernel has no Landlock")
 	}
-	f := newFixture(t, nil)
-	f.w.confine.noNamespaces.Store(true)
+	f := fallbackFixture(t)
 	for _, cmd := range []string{
 		"cat " + f.secret,
 		"echo x > " + filepath.Join(f.outside, "made.txt"),
@@ -42,8 +41,7 @@ func TestFallbackCommandsStayConfined(t *testing.T) {
 // Exit statuses pass through workspace-exec unchanged: a plain code, and
 // 128+n for a command killed by signal n.
 func TestFallbackExitStatus(t *testing.T) {
-	f := newFixture(t, nil)
-	f.w.confine.noNamespaces.Store(true)
+	f := fallbackFixture(t)
 	for cmd, want := range map[string]string{
 		"exit 3":        "exit code: 3",
 		"kill -TERM $$": "exit code: 143",
@@ -62,8 +60,7 @@ func TestFallbackExitStatus(t *testing.T) {
 // with zombies. (In a PID namespace bash, its first process, reaps
 // them, and /proc's PIDs are not the command's.)
 func TestFallbackReapsOrphansWhileTheCommandRuns(t *testing.T) {
-	f := newFixture(t, nil)
-	f.w.confine.noNamespaces.Store(true)
+	f := fallbackFixture(t)
 	// The command watches its orphan for some seconds: gone
 	// (reaped) passes, a zombie fails at once.
 	cmd := `(true & echo $! > orphan.pid); o=$(cat orphan.pid)
@@ -82,16 +79,9 @@ echo still running`
 // is what its parent-death signal watches), the command's processes end
 // too, those that left its group included.
 func TestFallbackCommandsEndWithKiln(t *testing.T) {
-	f := newFixture(t, nil)
-	f.w.confine.noNamespaces.Store(true)
+	f := fallbackFixture(t)
 	m := marker()
-	t.Cleanup(func() {
-		for _, p := range procsWith(t, "sleep "+m) {
-			if pid, err := strconv.Atoi(p); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
+	killLeftovers(t, "sleep "+m)
 	cmd, err := f.w.command(fmt.Sprintf("sleep %s & setsid sleep %s & (sleep %s &); sleep %s", m, m, m, m))
 	if err != nil {
 		t.Fatal(err)
@@ -138,16 +128,9 @@ func TestFallbackCommandCannotKillItsSupervisor(t *testing.T) {
 	if kernelABI() < 6 {
 		t.Skip("the kernel's Landlock has no signal scope")
 	}
-	f := newFixture(t, nil)
-	f.w.confine.noNamespaces.Store(true)
+	f := fallbackFixture(t)
 	m := marker()
-	t.Cleanup(func() {
-		for _, p := range procsWith(t, "sleep "+m) {
-			if pid, err := strconv.Atoi(p); err == nil {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-	})
+	killLeftovers(t, "sleep "+m)
 	text, _ := f.call("Bash", map[string]any{"command": fmt.Sprintf("setsid sleep %s & kill -KILL $PPID; echo kill: $?", m)})
 	if !strings.Contains(text, "kill: 1") {
 		t.Errorf("Bash = %q, want the kill refused", text)
@@ -155,4 +138,25 @@ func TestFallbackCommandCannotKillItsSupervisor(t *testing.T) {
 	if left := procsWith(t, "sleep "+m); len(left) > 0 {
 		t.Fatalf("processes outlived the command: %v", left)
 	}
+}
+
+// fallbackFixture is a workspace that runs commands as where the kernel
+// refuses user namespaces (supervise).
+func fallbackFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t, nil)
+	f.w.confine.noNamespaces.Store(true)
+	return f
+}
+
+// killLeftovers kills, when the test ends, processes whose command line
+// holds s that a failed test left behind.
+func killLeftovers(t *testing.T, s string) {
+	t.Cleanup(func() {
+		for _, p := range procsWith(t, s) {
+			if pid, err := strconv.Atoi(p); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
 }

@@ -49,11 +49,11 @@ func inBothModes(t *testing.T, test func(t *testing.T, f *fixture)) {
 			name = "no namespaces"
 		}
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, nil)
 			if fallback {
-				f.w.confine.noNamespaces.Store(true)
+				test(t, fallbackFixture(t))
+			} else {
+				test(t, newFixture(t, nil))
 			}
-			test(t, f)
 		})
 	}
 }
