@@ -32,11 +32,19 @@ const (
 
 var errWalkLimit = errors.New("walk limit reached")
 
-// walkTree visits every entry below rel (not rel itself) through
-// descriptors opened beneath the root with O_NOFOLLOW, so no swapped-in
-// symlink leads the walk outside. .git folders are skipped. fn gets paths
-// relative to the root.
+// walkTree visits every entry below rel (not rel itself) for Glob and
+// Grep: the contents of .git folders are skipped and the walk stops with
+// errWalkLimit after walkMaxEntries entries.
 func (r *Root) walkTree(ctx context.Context, rel string, fn func(rel string, d fs.DirEntry) error) error {
+	return r.walk(ctx, rel, true, walkMaxEntries, fn)
+}
+
+// walk visits every entry below rel (not rel itself) through descriptors
+// opened beneath the root with O_NOFOLLOW, so no swapped-in symlink leads
+// the walk outside. fn gets paths relative to the root. skipGit leaves out
+// what .git folders hold; past limit entries (0: no limit) the walk stops
+// with errWalkLimit.
+func (r *Root) walk(ctx context.Context, rel string, skipGit bool, limit int, fn func(rel string, d fs.DirEntry) error) error {
 	f, err := r.open(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return err
@@ -51,7 +59,7 @@ func (r *Root) walkTree(ctx context.Context, rel string, fn func(rel string, d f
 		}
 		slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 		for _, e := range ents {
-			if n++; n > walkMaxEntries {
+			if n++; limit > 0 && n > limit {
 				return errWalkLimit
 			}
 			if err := ctx.Err(); err != nil {
@@ -64,7 +72,7 @@ func (r *Root) walkTree(ctx context.Context, rel string, fn func(rel string, d f
 				}
 				return err
 			}
-			if e.IsDir() && e.Name() != ".git" {
+			if e.IsDir() && !(skipGit && e.Name() == ".git") {
 				fd, err := unix.Openat(int(f.Fd()), e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				if err != nil {
 					continue

@@ -96,7 +96,7 @@ func renameNoReplace(tmp, dst string) error {
 // copyOut copies the tree beneath the root into dst, never following a
 // symlink.
 func (w *Workspace) copyOut(ctx context.Context, dst string) (files int, size int64, err error) {
-	err = w.root.walkTree(ctx, ".", func(rel string, d fs.DirEntry) error {
+	err = w.root.walk(ctx, ".", false, 0, func(rel string, d fs.DirEntry) error {
 		target := filepath.Join(dst, rel)
 		info, err := d.Info()
 		if err != nil {

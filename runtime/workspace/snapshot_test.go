@@ -76,3 +76,23 @@ func raceSnapshotCreates(t *testing.T, nfiles int) {
 		t.Errorf("snapshot holds %d files (%v), want %d", files, err, nfiles)
 	}
 }
+
+// TestSnapshotKeepsGit: a snapshot holds what .git holds. The copy went
+// through the Glob/Grep walk, which skips .git's contents, so a snapshot
+// held an empty .git and restoring it emptied the repository's history.
+func TestSnapshotKeepsGit(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(".git/HEAD", "ref: refs/heads/main\n")
+	f.write(".git/objects/ab/cdef", "blob")
+	f.write("src/.git/config", "[core]\n")
+	f.write("a.txt", "a")
+	f.expectOK("snapshot_create", map[string]any{"name": "s"})
+	f.write("a.txt", "b")
+	f.expectOK("snapshot_restore", map[string]any{"id": "s"})
+	for rel, want := range map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/objects/ab/cdef": "blob", "src/.git/config": "[core]\n", "a.txt": "a"} {
+		got, err := os.ReadFile(filepath.Join(f.root, rel))
+		if err != nil || string(got) != want {
+			t.Errorf("after restore %s = %q (%v), want %q", rel, got, err, want)
+		}
+	}
+}
