@@ -24,7 +24,12 @@ type Workspace struct {
 	// StateDir holds the workspace's snapshots and build cache:
 	// gateway.state_dir/workspace/<name>.
 	StateDir string
-	Bash     Bash
+	// SnapshotMaxSize and SnapshotMaxFiles bound what one snapshot_create
+	// copies into StateDir: bytes of file content, and entries (files,
+	// folders, symlinks).
+	SnapshotMaxSize  int64
+	SnapshotMaxFiles int
+	Bash             Bash
 }
 
 // Bash configures a workspace's Bash tool (YAML backends.<name>.bash).
@@ -46,6 +51,8 @@ type Bash struct {
 // Workspace defaults, read from keyTable.
 var (
 	DefaultWorkspaceMaxOutput = defInt("backends.*.max_output")
+	DefaultSnapshotMaxSize    = defSize("backends.*.snapshot_max_size")
+	DefaultSnapshotMaxFiles   = defInt("backends.*.snapshot_max_files")
 	DefaultBashTimeout        = defDuration("backends.*.bash.timeout")
 	DefaultBashMaxTimeout     = defDuration("backends.*.bash.max_timeout")
 )
@@ -57,6 +64,7 @@ const workspaceTimeoutMargin = 10 * time.Second
 // workspace checks a workspace backend's keys.
 func (b *builder) workspace(rb *rawBackend, sc map[string]value, path string, g Gateway, out *Backend) {
 	w := &Workspace{MaxOutput: DefaultWorkspaceMaxOutput, StateDir: filepath.Join(g.StateDir, "workspace", rb.name),
+		SnapshotMaxSize: DefaultSnapshotMaxSize, SnapshotMaxFiles: DefaultSnapshotMaxFiles,
 		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout}}
 	out.Workspace = w
 	root := sc["root"]
@@ -70,6 +78,10 @@ func (b *builder) workspace(rb *rawBackend, sc map[string]value, path string, g 
 	}
 	w.ReadOnly = b.boolean(b.expand(sc["readonly"]), false)
 	w.MaxOutput = b.positive(b.expand(sc["max_output"]), DefaultWorkspaceMaxOutput, DefaultWorkspaceMaxOutput)
+	if n := b.size(b.expand(sc["snapshot_max_size"]), keyIndex["backends.*.snapshot_max_size"].def); n > 0 {
+		w.SnapshotMaxSize = n
+	}
+	w.SnapshotMaxFiles = b.positive(b.expand(sc["snapshot_max_files"]), DefaultSnapshotMaxFiles, DefaultSnapshotMaxFiles)
 	e, ok := rb.keys["bash"]
 	if !ok || isNull(e.val) {
 		return
@@ -117,6 +129,7 @@ func (w *Workspace) Equal(o *Workspace) bool {
 		return w == o
 	}
 	return w.Root == o.Root && w.ReadOnly == o.ReadOnly && w.MaxOutput == o.MaxOutput && w.StateDir == o.StateDir &&
+		w.SnapshotMaxSize == o.SnapshotMaxSize && w.SnapshotMaxFiles == o.SnapshotMaxFiles &&
 		w.Bash.Timeout == o.Bash.Timeout && w.Bash.MaxTimeout == o.Bash.MaxTimeout && slices.Equal(w.Bash.Env, o.Bash.Env) &&
 		w.Bash.Network == o.Bash.Network && w.Bash.Unconfined == o.Bash.Unconfined
 }

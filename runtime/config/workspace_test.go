@@ -20,6 +20,8 @@ backends:
     root: .
     readonly: true
     max_output: 5000
+    snapshot_max_size: 10MiB
+    snapshot_max_files: 500
     bash:
       timeout: 30s
       max_timeout: 1m
@@ -30,6 +32,7 @@ backends:
 `, nil)
 	repo, _ := cfg.Backend("repo")
 	want := &Workspace{Root: cfg.Dir, ReadOnly: true, MaxOutput: 5000, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "repo"),
+		SnapshotMaxSize: 10 << 20, SnapshotMaxFiles: 500,
 		Bash: Bash{Timeout: 30 * time.Second, MaxTimeout: time.Minute, Env: []string{"GOPATH", "GOFLAGS"}, Network: true, Unconfined: true}}
 	if diff := cmp.Diff(want, repo.Workspace); diff != "" {
 		t.Errorf("repo (-want +got):\n%s", diff)
@@ -39,6 +42,7 @@ backends:
 	}
 	scratch, _ := cfg.Backend("scratch")
 	wantDef := &Workspace{Root: cfg.Dir, MaxOutput: DefaultWorkspaceMaxOutput, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "scratch"),
+		SnapshotMaxSize: 1 << 30, SnapshotMaxFiles: 100000,
 		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout}}
 	if diff := cmp.Diff(wantDef, scratch.Workspace); diff != "" {
 		t.Errorf("scratch defaults (-want +got):\n%s", diff)
@@ -71,6 +75,14 @@ func TestWorkspaceProblems(t *testing.T) {
 			[]string{`kiln.yaml:6: backends.repo.bash.network: want true or false, got "yes"`}},
 		{"zero max output", head + "    transport: workspace\n    root: .\n    max_output: 0\n",
 			[]string{`kiln.yaml:6: backends.repo.max_output: want a positive whole number such as 100000, got "0"`}},
+		{"tiny snapshot size", head + "    transport: workspace\n    root: .\n    snapshot_max_size: 10\n",
+			[]string{`kiln.yaml:6: backends.repo.snapshot_max_size: "10" is too small; use 1KiB to 1024GiB`}},
+		{"snapshot size unit", head + "    transport: workspace\n    root: .\n    snapshot_max_size: 2g\n",
+			[]string{`kiln.yaml:6: backends.repo.snapshot_max_size: invalid size "2g"; use bytes or a number with B, KB, KiB, MB, MiB, GB or GiB (did you mean 2GiB?)`}},
+		{"zero snapshot files", head + "    transport: workspace\n    root: .\n    snapshot_max_files: 0\n",
+			[]string{`kiln.yaml:6: backends.repo.snapshot_max_files: want a positive whole number such as 100000, got "0"`}},
+		{"snapshot size on stdio", head + "    command: x\n    snapshot_max_size: 1GiB\n",
+			[]string{`kiln.yaml:5: backends.repo.snapshot_max_size: only used by workspace backends; remove it or set transport: workspace`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { expectProblems(t, tt.yaml, nil, tt.want) })
@@ -91,7 +103,7 @@ func TestRegisterRefusesWorkspace(t *testing.T) {
 func TestWorkspaceSchema(t *testing.T) {
 	sch := compileSchema(t)
 	const head = "version: 1\nbackends:\n  repo:\n"
-	good := head + "    transport: workspace\n    root: .\n    readonly: true\n    max_output: 100\n    bash: {timeout: 1m, max_timeout: 2m, env: [A], network: false, unconfined: false}\n"
+	good := head + "    transport: workspace\n    root: .\n    readonly: true\n    max_output: 100\n    snapshot_max_size: 2GiB\n    snapshot_max_files: 10\n    bash: {timeout: 1m, max_timeout: 2m, env: [A], network: false, unconfined: false}\n"
 	if err := sch.Validate(yamlInstance(t, []byte(good))); err != nil {
 		t.Errorf("schema rejected a valid workspace: %v", err)
 	}
@@ -106,6 +118,7 @@ func TestWorkspaceSchema(t *testing.T) {
 		"unknown bash key": head + "    transport: workspace\n    root: .\n    bash: {shell: zsh}\n",
 		"env as mapping":   head + "    transport: workspace\n    root: .\n    bash: {env: {A: b}}\n",
 		"network yes":      head + "    transport: workspace\n    root: .\n    bash: {network: yes}\n",
+		"files on http":    head + "    transport: http\n    url: http://a.test\n    snapshot_max_files: 10\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := loadYAML(t, text, nil, ""); !errors.Is(err, ErrInvalid) {
@@ -147,6 +160,8 @@ func TestWorkspaceEqual(t *testing.T) {
 		func(w *Workspace) { w.Bash.Network = true },
 		func(w *Workspace) { w.Bash.Env = nil },
 		func(w *Workspace) { w.Bash.MaxTimeout = 1 },
+		func(w *Workspace) { w.SnapshotMaxSize = 1 },
+		func(w *Workspace) { w.SnapshotMaxFiles = 1 },
 	} {
 		c := *a
 		c.Bash.Env = slices.Clone(a.Bash.Env)

@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -47,6 +49,10 @@ func snapshotCreateTool(w *Workspace, ctx context.Context, raw json.RawMessage) 
 	if _, err := os.Lstat(dst); err == nil {
 		return toolcall.Errorf("snapshot_create: a snapshot %q exists already; pick another name", id)
 	}
+	lim := w.snapLimits()
+	if err := w.measure(ctx, lim); err != nil {
+		return w.snapErr(err)
+	}
 	if err := os.MkdirAll(w.snapDir(), 0o700); err != nil {
 		return toolcall.Errorf("snapshot_create: %s", errText(err))
 	}
@@ -56,7 +62,7 @@ func snapshotCreateTool(w *Workspace, ctx context.Context, raw json.RawMessage) 
 	if err != nil {
 		return toolcall.Errorf("snapshot_create: %s", errText(err))
 	}
-	files, size, err := w.copyOut(ctx, tmp)
+	files, size, err := w.copyOut(ctx, tmp, lim)
 	if err == nil {
 		if err = renameNoReplace(tmp, dst); errors.Is(err, fs.ErrExist) {
 			_ = os.RemoveAll(tmp)
@@ -65,7 +71,7 @@ func snapshotCreateTool(w *Workspace, ctx context.Context, raw json.RawMessage) 
 	}
 	if err != nil {
 		_ = os.RemoveAll(tmp)
-		return toolcall.Errorf("snapshot_create failed, nothing was kept: %s", errText(err))
+		return w.snapErr(err)
 	}
 	return toolcall.Text(fmt.Sprintf("Snapshot %q created: %d files, %d bytes. Restore it with snapshot_restore {\"id\": %q}.", id, files, size, id))
 }
@@ -93,14 +99,116 @@ func renameNoReplace(tmp, dst string) error {
 	return nil
 }
 
+// snapLimits bound what one snapshot copies into the state folder: bytes
+// of file content and entries (files, folders and symlinks).
+type snapLimits struct {
+	bytes   int64
+	entries int
+}
+
+func (w *Workspace) snapLimits() snapLimits {
+	l := snapLimits{bytes: w.cfg.SnapshotMaxSize, entries: w.cfg.SnapshotMaxFiles}
+	if l.bytes <= 0 {
+		l.bytes = config.DefaultSnapshotMaxSize
+	}
+	if l.entries <= 0 {
+		l.entries = config.DefaultSnapshotMaxFiles
+	}
+	return l
+}
+
+// limitError reports a tree past a snapshot limit.
+type limitError struct {
+	// key is the backend key that sets the limit.
+	key          string
+	found, limit int64
+	// grew says the tree passed the limit while it was copied, after
+	// measuring found it within; found is then unknown.
+	grew bool
+}
+
+func (e *limitError) Error() string {
+	return fmt.Sprintf("%s: %d over the limit of %d", e.key, e.found, e.limit)
+}
+
+// snapErr is snapshot_create's answer to a failed measure or copy; the
+// caller has removed what was copied.
+func (w *Workspace) snapErr(err error) *toolcall.Result {
+	var le *limitError
+	if !errors.As(err, &le) {
+		return toolcall.Errorf("snapshot_create failed, nothing was kept: %s", errText(err))
+	}
+	found, limit := strconv.FormatInt(le.found, 10)+" files, folders and links", strconv.FormatInt(le.limit, 10)
+	if le.key == "snapshot_max_size" {
+		found, limit = showBytes(le.found)+" of file content", showBytes(le.limit)
+	}
+	state := "holds " + found + ", over"
+	if le.grew {
+		state = "grew past"
+	}
+	return toolcall.Errorf("snapshot_create refused: the workspace %s the snapshot limit of %s; nothing was kept. "+
+		"Raise backends.%s.%s in kiln's config, or delete what need not be kept (build output, downloaded dependencies) and try again",
+		state, limit, w.name, le.key)
+}
+
+// showBytes writes n in bytes, with a binary unit beside it from 1 MiB up.
+func showBytes(n int64) string {
+	s := strconv.FormatInt(n, 10) + " bytes"
+	switch {
+	case n >= 1<<30:
+		s += fmt.Sprintf(" (%.1f GiB)", float64(n)/(1<<30))
+	case n >= 1<<20:
+		s += fmt.Sprintf(" (%.1f MiB)", float64(n)/(1<<20))
+	}
+	return s
+}
+
+// measure walks the tree as copyOut will and fails with a limitError when
+// it is past lim, before anything is written. It walks to the end to say
+// how large the tree is: only stat calls, cheap beside the copy refused.
+func (w *Workspace) measure(ctx context.Context, lim snapLimits) error {
+	var entries, size int64
+	err := w.root.walk(ctx, ".", false, 0, func(_ string, d fs.DirEntry) error {
+		if !copied(d) {
+			return nil
+		}
+		entries++
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				size += info.Size()
+			}
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case size > lim.bytes:
+		return &limitError{key: "snapshot_max_size", found: size, limit: lim.bytes}
+	case entries > int64(lim.entries):
+		return &limitError{key: "snapshot_max_files", found: entries, limit: int64(lim.entries)}
+	}
+	return nil
+}
+
+// copied reports whether a snapshot copies d: sockets, fifos and devices
+// are left out.
+func copied(d fs.DirEntry) bool {
+	return d.IsDir() || d.Type()&fs.ModeSymlink != 0 || d.Type().IsRegular()
+}
+
 // copyOut copies the tree beneath the root into dst, never following a
-// symlink.
-func (w *Workspace) copyOut(ctx context.Context, dst string) (files int, size int64, err error) {
+// symlink. It keeps to lim itself: the tree may grow after measure.
+func (w *Workspace) copyOut(ctx context.Context, dst string, lim snapLimits) (files int, size int64, err error) {
+	entries := 0
 	err = w.root.walk(ctx, ".", false, 0, func(rel string, d fs.DirEntry) error {
 		target := filepath.Join(dst, rel)
 		info, err := d.Info()
-		if err != nil {
-			return nil // vanished meanwhile
+		if err != nil || !copied(d) {
+			return nil // vanished meanwhile, or not copied
+		}
+		if entries++; entries > lim.entries {
+			return &limitError{key: "snapshot_max_files", limit: int64(lim.entries), grew: true}
 		}
 		switch {
 		case d.IsDir():
@@ -121,15 +229,18 @@ func (w *Workspace) copyOut(ctx context.Context, dst string) (files int, size in
 			if err != nil {
 				return err
 			}
-			n, err := io.Copy(out, src)
+			n, err := io.Copy(out, io.LimitReader(src, lim.bytes-size+1))
 			if cerr := out.Close(); err == nil {
 				err = cerr
 			}
 			files++
 			size += n
+			if err == nil && size > lim.bytes {
+				err = &limitError{key: "snapshot_max_size", limit: lim.bytes, grew: true}
+			}
 			return err
 		}
-		return nil // sockets, fifos, devices are not copied
+		return nil
 	})
 	return files, size, err
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kilnmcp/kiln/runtime/config"
 )
 
 // TestConcurrentSnapshotCreates runs eight snapshot_create calls of one
@@ -93,6 +96,67 @@ func TestSnapshotKeepsGit(t *testing.T) {
 		got, err := os.ReadFile(filepath.Join(f.root, rel))
 		if err != nil || string(got) != want {
 			t.Errorf("after restore %s = %q (%v), want %q", rel, got, err, want)
+		}
+	}
+}
+
+// TestSnapshotLimits: snapshot_create copied a tree of any size into the
+// state folder. Past snapshot_max_size or snapshot_max_files it now fails
+// before copying, saying what it found, the limit and the key to raise,
+// and leaves nothing in the snapshots folder.
+func TestSnapshotLimits(t *testing.T) {
+	tests := []struct {
+		name         string
+		files, bytes int
+		want         []string
+	}{
+		{"within", 10, 90, nil},
+		{"too many bytes", 3, 600, []string{"1800 bytes", "limit of 1000 bytes", "backends.repo.snapshot_max_size", "nothing was kept"}},
+		// 40 files in 4 folders: 44 entries.
+		{"too many files", 40, 1, []string{"44 files, folders and links", "limit of 20", "backends.repo.snapshot_max_files", "nothing was kept"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, func(c *config.Workspace) { c.SnapshotMaxSize, c.SnapshotMaxFiles = 1000, 20 })
+			for i := range tt.files {
+				f.write(fmt.Sprintf("d%d/f%d", i%4, i), strings.Repeat("x", tt.bytes))
+			}
+			if tt.want == nil {
+				f.expectOK("snapshot_create", map[string]any{"name": "s"})
+				return
+			}
+			text := f.expectErr("snapshot_create", map[string]any{"name": "s"}, tt.want[0])
+			for _, w := range tt.want[1:] {
+				if !strings.Contains(text, w) {
+					t.Errorf("snapshot_create = %q, want it to say %q", text, w)
+				}
+			}
+			if ents, _ := os.ReadDir(f.w.snapDir()); len(ents) > 0 {
+				t.Errorf("a refused create left %v in the snapshots folder", ents)
+			}
+		})
+	}
+}
+
+// TestSnapshotLimitWhileCopying: the copy keeps to the limits itself, as
+// the tree may grow between measuring and copying: it stops at the limit
+// and says the tree grew.
+func TestSnapshotLimitWhileCopying(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write("a", strings.Repeat("x", 500))
+	f.write("b", strings.Repeat("x", 600))
+	for _, c := range []struct {
+		lim snapLimits
+		key string
+	}{{snapLimits{bytes: 1000, entries: 20}, "snapshot_max_size"}, {snapLimits{bytes: 2000, entries: 1}, "snapshot_max_files"}} {
+		dst := filepath.Join(t.TempDir(), "copy")
+		if err := os.Mkdir(dst, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := f.w.copyOut(t.Context(), dst, c.lim)
+		var le *limitError
+		if !errors.As(err, &le) || !le.grew || le.key != c.key {
+			t.Errorf("copyOut with %+v = %v, want a limitError for %s saying the tree grew", c.lim, err, c.key)
 		}
 	}
 }
