@@ -62,6 +62,12 @@ func snapshotCreateTool(w *Workspace, ctx context.Context, raw json.RawMessage) 
 	if err != nil {
 		return toolcall.Errorf("snapshot_create: %s", errText(err))
 	}
+	lock, err := lockPartial(tmp)
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return toolcall.Errorf("snapshot_create: %s", errText(err))
+	}
+	defer lock.Close()
 	files, size, err := w.copyOut(ctx, tmp, lim)
 	if err == nil {
 		if err = renameNoReplace(tmp, dst); errors.Is(err, fs.ErrExist) {
@@ -79,6 +85,28 @@ func snapshotCreateTool(w *Workspace, ctx context.Context, raw json.RawMessage) 
 // partialSuffix ends the name of a snapshot still being copied; no
 // snapshot id holds a dot, so the listing tells the two apart.
 const partialSuffix = ".partial"
+
+// partialGrace is how old a partial folder whose lock is free must be
+// before Open removes it: a create locks its folder just after making it,
+// and a folder younger than this may be in that moment.
+const partialGrace = time.Minute
+
+// lockPartial takes the lock a create holds on its partial folder until
+// the folder is renamed or removed. A create that dies (kill -9) drops
+// it, so a partial folder whose lock is free is a dead create's, whether
+// it was this kiln's or another's sharing the state folder; flock locks
+// of two descriptors conflict within one process too.
+func lockPartial(dir string) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, &os.PathError{Op: "flock", Path: dir, Err: err}
+	}
+	return f, nil
+}
 
 // renameNoReplace moves the finished copy tmp to dst unless dst exists.
 // A plain rename onto an empty folder replaces it, so of two creates of
@@ -195,6 +223,36 @@ func (w *Workspace) measure(ctx context.Context, lim snapLimits) error {
 // are left out.
 func copied(d fs.DirEntry) bool {
 	return d.IsDir() || d.Type()&fs.ModeSymlink != 0 || d.Type().IsRegular()
+}
+
+// removeDeadPartials removes the partial folders of creates that died
+// mid-copy: those old enough whose lock is free (lockPartial).
+func (w *Workspace) removeDeadPartials() {
+	ents, err := os.ReadDir(w.snapDir())
+	if err != nil {
+		return // no snapshots folder yet
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasSuffix(e.Name(), partialSuffix) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < partialGrace {
+			continue
+		}
+		p := filepath.Join(w.snapDir(), e.Name())
+		lock, err := lockPartial(p)
+		if err != nil {
+			continue // a live create's, or gone
+		}
+		err = os.RemoveAll(p)
+		lock.Close()
+		if err != nil {
+			w.log.Warn("workspace: cannot remove a dead snapshot_create's copy", "backend", w.name, "folder", p, "err", err)
+			continue
+		}
+		w.log.Info("workspace: removed the copy of a snapshot_create that did not finish", "backend", w.name, "folder", p)
+	}
 }
 
 // copyOut copies the tree beneath the root into dst, never following a

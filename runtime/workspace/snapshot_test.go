@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kilnmcp/kiln/runtime/config"
 )
@@ -157,6 +158,54 @@ func TestSnapshotLimitWhileCopying(t *testing.T) {
 		var le *limitError
 		if !errors.As(err, &le) || !le.grew || le.key != c.key {
 			t.Errorf("copyOut with %+v = %v, want a limitError for %s saying the tree grew", c.lim, err, c.key)
+		}
+	}
+}
+
+// TestOpenRemovesCrashedPartials: a create killed mid-copy (kill -9) left
+// its hidden .partial folder in the state folder for good. Opening the
+// workspace now removes such folders, but not one a live create (of this
+// kiln or another sharing the state folder) holds, nor one made too
+// recently to have been locked yet.
+func TestOpenRemovesCrashedPartials(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write("a.txt", "a")
+	f.expectOK("snapshot_create", map[string]any{"name": "kept"})
+	old := time.Now().Add(-time.Hour)
+	partial := func(name string, mod time.Time) string {
+		p := filepath.Join(f.w.snapDir(), name+".123"+partialSuffix)
+		if err := os.MkdirAll(filepath.Join(p, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "sub", "f"), []byte("half"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	crashed := partial("crashed", old)
+	fresh := partial("fresh", time.Now())
+	live := partial("live", old)
+	lock, err := lockPartial(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+
+	cfg := f.w.cfg
+	w, err := Open(&config.Backend{Name: "repo", Transport: config.TransportWorkspace, Workspace: &cfg}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := os.Lstat(crashed); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the crashed create's folder is still there (%v)", err)
+	}
+	for _, p := range []string{fresh, live, filepath.Join(f.w.snapDir(), "kept", "a.txt")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("Open removed %s: %v", p, err)
 		}
 	}
 }

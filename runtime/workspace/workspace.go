@@ -93,6 +93,7 @@ func Open(b *config.Backend, log *slog.Logger) (*Workspace, error) {
 		return nil, fmt.Errorf("backend %q: the temporary folder %s lies inside root; set TMPDIR elsewhere", b.Name, tmp)
 	}
 	w := &Workspace{name: b.Name, cfg: cfg, root: root, log: log, tmp: tmp, confine: conf, shells: map[string]*shell{}}
+	w.removeDeadPartials()
 	if !conf.landlock {
 		log.Warn("workspace Bash runs without Landlock (bash.unconfined: true)", "backend", b.Name)
 	}
