@@ -70,7 +70,7 @@ func snapshotCreateTool(w *Workspace, ctx context.Context, raw json.RawMessage) 
 	defer lock.Close()
 	files, size, err := w.copyOut(ctx, tmp, lim)
 	if err == nil {
-		if err = renameNoReplace(tmp, dst); errors.Is(err, fs.ErrExist) {
+		if err = renameNoReplace(tmp, dst, filepath.Join(w.cfg.StateDir, "snapshots.lock")); errors.Is(err, fs.ErrExist) {
 			_ = os.RemoveAll(tmp)
 			return toolcall.Errorf("snapshot_create: a snapshot %q exists already (made while this one was copying); pick another name", id)
 		}
@@ -108,15 +108,19 @@ func lockPartial(dir string) (*os.File, error) {
 	return f, nil
 }
 
+// renameat2 is unix.Renameat2, replaced in tests by a file system
+// without RENAME_NOREPLACE.
+var renameat2 = unix.Renameat2
+
 // renameNoReplace moves the finished copy tmp to dst unless dst exists.
 // A plain rename onto an empty folder replaces it, so of two creates of
 // an empty tree both would report success.
-func renameNoReplace(tmp, dst string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+func renameNoReplace(tmp, dst, lock string) error {
+	err := renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-		// The file system has no RENAME_NOREPLACE: a rename onto a
-		// snapshot holding anything still fails with ENOTEMPTY.
-		err = unix.Rename(tmp, dst)
+		// The file system has no RENAME_NOREPLACE (older NFS, some FUSE
+		// file systems).
+		err = renameLocked(tmp, dst, lock)
 	}
 	if errors.Is(err, unix.ENOTEMPTY) {
 		err = unix.EEXIST
@@ -125,6 +129,35 @@ func renameNoReplace(tmp, dst string) error {
 		return &os.LinkError{Op: "rename", Old: tmp, New: dst, Err: err}
 	}
 	return nil
+}
+
+// renameLocked renames tmp to dst if dst is free, checking and renaming
+// under an exclusive flock of the file lock, which every create of the
+// state folder takes for this, in this kiln or another. The lock file is
+// never removed: a create locking a removed file and one locking its
+// replacement would not exclude each other.
+func renameLocked(tmp, dst, lock string) error {
+	f, err := os.OpenFile(lock, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return &os.PathError{Op: "flock", Path: lock, Err: err}
+	}
+	switch _, err := os.Lstat(dst); {
+	case err == nil:
+		return unix.EEXIST
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return unix.Rename(tmp, dst)
 }
 
 // snapLimits bound what one snapshot copies into the state folder: bytes

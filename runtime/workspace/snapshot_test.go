@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/kilnmcp/kiln/runtime/config"
 )
@@ -26,12 +29,45 @@ func TestConcurrentSnapshotCreates(t *testing.T) {
 	}
 }
 
+// TestConcurrentSnapshotCreatesWithoutNoReplace: on a file system without
+// RENAME_NOREPLACE (renameat2 fails with EINVAL) the fallback renamed onto
+// an empty snapshot, so of two creates of an empty tree both succeeded,
+// the second replacing the first's snapshot. The fallback now claims the
+// name under a lock; the same race has one winner. The stand-in renameat2
+// holds every create until all have copied, so they all reach the
+// fallback together.
+func TestConcurrentSnapshotCreatesWithoutNoReplace(t *testing.T) {
+	saved := renameat2
+	t.Cleanup(func() { renameat2 = saved })
+	for _, nfiles := range []int{0, 200} {
+		t.Run(fmt.Sprintf("%d files", nfiles), func(t *testing.T) {
+			var arrived atomic.Int32
+			all := make(chan struct{})
+			renameat2 = func(int, string, int, string, uint) error {
+				if arrived.Add(1) == snapRacers {
+					close(all)
+				}
+				select {
+				case <-all:
+				case <-time.After(time.Minute):
+					t.Error("not every create reached the rename")
+				}
+				return unix.EINVAL
+			}
+			raceSnapshotCreates(t, nfiles)
+		})
+	}
+}
+
+// snapRacers is how many creates of one name raceSnapshotCreates runs.
+const snapRacers = 8
+
 func raceSnapshotCreates(t *testing.T, nfiles int) {
 	f := newFixture(t, nil)
 	for i := range nfiles {
 		f.write(fmt.Sprintf("d%d/f%d.txt", i%10, i), strings.Repeat("x", i))
 	}
-	const racers = 8
+	const racers = snapRacers
 	var (
 		wg    sync.WaitGroup
 		start = make(chan struct{})
