@@ -14,10 +14,14 @@ import (
 )
 
 // TestMain serves the workspace-exec subcommand from the test binary,
-// which the package re-executes for Bash as kiln re-executes itself.
+// which the package re-executes for Bash as kiln re-executes itself, and
+// the reap tests' helper process (reapHelper).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == ExecCommand {
 		os.Exit(ExecMain(os.Args[2:], os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == reapHelperCommand {
+		os.Exit(reapHelper(os.Args[2:]))
 	}
 	os.Exit(m.Run())
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,12 +90,15 @@ func endDescendants(group int, deadline time.Time) {
 	_ = syscall.Kill(-group, syscall.SIGKILL)
 	self := os.Getpid()
 	for {
-		pids := descendants(self)
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		procs := descendants(self)
+		for _, p := range procs {
+			p.kill()
+		}
+		for _, p := range procs {
+			p.release()
 		}
 		_, _, reaped := reapChildren(0)
-		if len(pids) == 0 || time.Now().After(deadline) {
+		if len(procs) == 0 || time.Now().After(deadline) {
 			return
 		}
 		if !reaped {
@@ -122,25 +126,112 @@ func reapChildren(watched int) (ws syscall.WaitStatus, ended, found bool) {
 	}
 }
 
+// proc is a descendant found in /proc, held by a pidfd (fd) unless the
+// kernel has none (fd -1).
+type proc struct{ pid, fd int }
+
+// kill sends SIGKILL to p through its pidfd, which reaches the process it
+// was opened on or none, never one that took its PID since.
+func (p proc) kill() {
+	if p.fd < 0 {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		return
+	}
+	_ = unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0)
+}
+
+// unreaped reports whether p has not been reaped, so its PID is still its
+// own: signal 0 through a pidfd fails with ESRCH only once it has. This
+// process (fd -1, never reaped) and processes found without pidfds count
+// as unreaped.
+func (p proc) unreaped() bool {
+	return p.fd < 0 || unix.PidfdSendSignal(p.fd, 0, nil, 0) == nil
+}
+
+func (p proc) release() {
+	if p.fd >= 0 {
+		unix.Close(p.fd)
+	}
+}
+
 // descendants lists the processes descended from pid, ended ones not yet
-// reaped included, from /proc's children lists.
-func descendants(pid int) []int {
-	var out []int
-	queue := []int{pid}
+// reaped included, from /proc's children lists. A PID read there may be
+// reaped by its parent and taken by an unrelated process before it is
+// signaled; so each is held by a pidfd and kept only if, once held, it is
+// still the child of the process whose list named it, that one not yet
+// reaped (its PID unchanged). If the pidfd's process was reaped before the
+// check, signaling it reaches nothing. On kernels without pidfd_open
+// (before 5.3) PIDs are kept as read, as before.
+func descendants(pid int) []proc {
+	var out []proc
+	queue := []proc{{pid: pid, fd: -1}}
 	seen := map[int]bool{pid: true}
 	for len(queue) > 0 {
-		p := queue[0]
+		parent := queue[0]
 		queue = queue[1:]
-		for _, c := range children(p) {
-			if !seen[c] {
-				seen[c] = true
-				out = append(out, c)
-				queue = append(queue, c)
+		for _, c := range childrenOf(parent.pid) {
+			if seen[c] {
+				continue
 			}
+			p, ok := hold(c, parent)
+			if !ok {
+				continue
+			}
+			seen[c] = true
+			out = append(out, p)
+			queue = append(queue, p)
 		}
 	}
 	return out
 }
+
+// hold opens a pidfd on pid, a child of parent when /proc was read, and
+// reports whether it still is.
+func hold(pid int, parent proc) (proc, bool) {
+	fd, err := pidfdOpen(pid, 0)
+	switch {
+	case errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM):
+		// No pidfd_open: a kernel before 5.3, or a seccomp filter
+		// refusing it (Docker's older default profile answers EPERM).
+		return proc{pid: pid, fd: -1}, true
+	case err != nil:
+		return proc{}, false // gone already
+	}
+	p := proc{pid: pid, fd: fd}
+	if parentOf(pid) != parent.pid || !parent.unreaped() {
+		p.release()
+		return proc{}, false
+	}
+	return p, true
+}
+
+// parentOf reads pid's parent from /proc/<pid>/stat, or -1.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	// pid (comm) state ppid …; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return -1
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return -1
+	}
+	return ppid
+}
+
+// Seams for tests: a kernel without pidfds, a /proc read gone stale.
+var (
+	pidfdOpen  = unix.PidfdOpen
+	childrenOf = children
+)
 
 // children reads pid's children from each of its threads' lists (a child
 // belongs to the thread that forked it).

@@ -3,6 +3,7 @@ package workspace
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Without namespaces bash is forked by workspace-exec instead of exec'd
@@ -159,4 +162,112 @@ func killLeftovers(t *testing.T, s string) {
 			}
 		}
 	})
+}
+
+// reapHelperCommand runs the test binary as reapHelper: a child subreaper
+// like workspace-exec's supervisor, whose pidfd_open and /proc reads the
+// test can replace, which it cannot in a workspace-exec process.
+const reapHelperCommand = "reap-helper"
+
+// reapHelper starts spawnTree's processes (marker args[0]), then ends them
+// with endDescendants and exits 0. With args[1] "no-pidfd" pidfd_open
+// fails with ENOSYS, as on kernels before 5.3; with a PID as args[2],
+// reading its own children in /proc lists that process too, as a read
+// whose child was reaped and its PID reused by another process would.
+func reapHelper(args []string) int {
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "reap-helper: want MARKER pidfd|no-pidfd [STALE-PID]")
+		return 2
+	}
+	m := args[0]
+	if args[1] == "no-pidfd" {
+		pidfdOpen = func(int, int) (int, error) { return -1, unix.ENOSYS }
+	}
+	if len(args) > 2 {
+		stale, err := strconv.Atoi(args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "reap-helper:", err)
+			return 2
+		}
+		self := os.Getpid()
+		childrenOf = func(pid int) []int {
+			if pid == self {
+				return append(children(pid), stale)
+			}
+			return children(pid)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "reap-helper:", err)
+		return 1
+	}
+	cmd := exec.Command("bash", "-c", spawnTree(m))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "reap-helper:", err)
+		return 1
+	}
+	for {
+		procs, err := listProcs("sleep " + m)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "reap-helper:", err)
+			return 1
+		}
+		if len(procs) >= 4 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	endDescendants(cmd.Process.Pid, time.Now().Add(reapBound))
+	return 0
+}
+
+// runReapHelper runs reapHelper and fails the test if it does not exit 0.
+func runReapHelper(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), os.Args[0], append([]string{reapHelperCommand}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("reap helper: %v: %s", err, out)
+	}
+}
+
+// TestEndDescendants: workspace-exec's supervisor ends every descendant
+// (in bash's group, in a session of its own, orphaned), signaling them
+// through pidfds and, where pidfd_open fails with ENOSYS, by PID as before.
+func TestEndDescendants(t *testing.T) {
+	for _, mode := range []string{"pidfd", "no-pidfd"} {
+		t.Run(mode, func(t *testing.T) {
+			m := marker()
+			killLeftovers(t, "sleep "+m)
+			runReapHelper(t, m, mode)
+			if left := procsWith(t, "sleep "+m); len(left) > 0 {
+				t.Fatalf("processes outlived endDescendants: %v", left)
+			}
+		})
+	}
+}
+
+// TestEndDescendantsSparesAReusedPID: endDescendants killed every PID it
+// read from /proc's children lists; a child reaped (by its own parent)
+// between the read and the kill left its PID free, and the process that
+// took it next was killed instead. A PID is now signaled through a pidfd
+// opened on it, and only when that process is, once held, still the
+// child of the process whose list named it. The helper's list of its
+// own children names a process it did not start, as such a read would.
+func TestEndDescendantsSparesAReusedPID(t *testing.T) {
+	m, o := marker(), marker()
+	killLeftovers(t, "sleep "+m)
+	killLeftovers(t, "sleep "+o)
+	other := exec.Command("sleep", o)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	runReapHelper(t, m, "pidfd", strconv.Itoa(other.Process.Pid))
+	if left := procsWith(t, "sleep "+m); len(left) > 0 {
+		t.Errorf("the helper's own processes outlived endDescendants: %v", left)
+	}
+	if len(procsWith(t, "sleep "+o)) != 1 {
+		t.Fatal("endDescendants killed a process that was not a descendant")
+	}
 }

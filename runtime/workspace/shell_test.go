@@ -15,9 +15,18 @@ import (
 // procsWith lists live processes whose command line contains s.
 func procsWith(t *testing.T, s string) []string {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
+	out, err := listProcs(s)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// listProcs is procsWith for code without a *testing.T (a helper process).
+func listProcs(s string) ([]string, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
 	}
 	var out []string
 	for _, e := range ents {
@@ -26,7 +35,7 @@ func procsWith(t *testing.T, s string) []string {
 			out = append(out, e.Name())
 		}
 	}
-	return out
+	return out, nil
 }
 
 // marker returns a sleep duration unique to this test, to find its
