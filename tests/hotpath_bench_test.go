@@ -179,6 +179,79 @@ func BenchmarkEchoHopPaired(b *testing.B) {
 	}
 }
 
+// BenchmarkEchoHopAB compares two builds of kiln side by side: with
+// KILN_BIN_B naming a second build's bin folder (the first is KILN_BIN's,
+// or this checkout's), it calls echo directly and through each kiln as a
+// tier-1 call, in bursts of five sequential calls per path (the first of
+// each burst untimed: it finds the process idle), rotating the order every
+// round. It reports each path's p50 and each kiln's added latency, the
+// median of its calls' differences from the direct calls in the same
+// round: a load that drifts during the run moves A and B alike. This is
+// how the hot-path changes were measured; a wrapper script in a folder of
+// its own (exec kiln with other variables) compares settings of one build.
+func BenchmarkEchoHopAB(b *testing.B) {
+	dirB := os.Getenv("KILN_BIN_B")
+	if dirB == "" {
+		b.Skip("KILN_BIN_B names no second build to compare with")
+	}
+	everything, cfg := echoFleet(b)
+	direct, _ := sdkStdio(b, "", everything...)
+	kilnA, _ := sdkStdio(b, "", kilnBin(b), "serve", "--config", cfg)
+	kilnB, _ := sdkStdio(b, "", filepath.Join(dirB, "kiln"), "serve", "--config", cfg)
+	echo := map[string]any{"message": "hi"}
+	tier1 := func(cs *sdk.ClientSession) func(context.Context) error {
+		return func(ctx context.Context) error {
+			return callOK(ctx, cs, "call_tool_chain", map[string]any{"code": echoTier1})
+		}
+	}
+	paths := []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"direct", func(ctx context.Context) error { return callOK(ctx, direct, "echo", echo) }},
+		{"A", tier1(kilnA)},
+		{"B", tier1(kilnB)},
+	}
+	ctx := b.Context()
+	for range warmupCalls {
+		for _, p := range paths {
+			if err := p.call(ctx); err != nil {
+				b.Fatalf("%s: %v", p.name, err)
+			}
+		}
+	}
+	const burst = 5
+	lat := make([][]time.Duration, len(paths))
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range paths {
+			j := (i + k) % len(paths)
+			for n := range burst {
+				start := time.Now()
+				if err := paths[j].call(ctx); err != nil {
+					b.Fatalf("%s: %v", paths[j].name, err)
+				}
+				if n > 0 {
+					lat[j] = append(lat[j], time.Since(start))
+				}
+			}
+		}
+	}
+	b.StopTimer()
+	for j, p := range paths {
+		if j > 0 {
+			added := make([]time.Duration, len(lat[j]))
+			for i := range added {
+				added[i] = lat[j][i] - lat[0][i]
+			}
+			b.ReportMetric(median(added), p.name+"-added-p50-µs")
+		}
+	}
+	for j, p := range paths {
+		b.ReportMetric(median(lat[j]), p.name+"-p50-µs")
+	}
+}
+
 // median of d in µs; d is sorted in place.
 func median(d []time.Duration) float64 {
 	slices.Sort(d)

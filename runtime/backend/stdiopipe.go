@@ -18,6 +18,7 @@ import (
 
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/jsontext"
+	"github.com/kilnmcp/kiln/runtime/rawio"
 )
 
 // stdioPipe owns a stdio backend's process and its stdin and stdout.
@@ -40,6 +41,8 @@ type stdioPipe struct {
 	// and so does kiln. stdin is set once, before any write.
 	wmu   sync.Mutex
 	stdin io.WriteCloser
+	// stdout is read by read alone; close closes it.
+	stdout io.ReadCloser
 
 	feed *sdkFeed
 
@@ -76,20 +79,40 @@ func (p *stdioPipe) start() error {
 	// Own process group: stopping a backend also stops the children it
 	// spawned (npx, shells, language servers).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
+	childIn, stdin, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("failed to create stdin pipe: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	stdout, childOut, err := os.Pipe()
 	if err != nil {
+		childIn.Close()
+		stdin.Close()
 		return fmt.Errorf("failed to create stdout pipe: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdin, cmd.Stdout = childIn, childOut
+	err = cmd.Start()
+	// The child has its own copies; kiln's would keep the pipes open past
+	// the backend's exit.
+	childIn.Close()
+	childOut.Close()
+	if err != nil {
+		stdin.Close()
+		stdout.Close()
 		return fmt.Errorf("failed to start command: %w", err)
 	}
-	p.cmd, p.stdin = cmd, stdin
-	go p.read(stdout)
+	p.cmd, p.stdin, p.stdout = cmd, rawEnd(stdin), rawEnd(stdout)
+	go p.read(p.stdout)
 	return nil
+}
+
+// rawEnd reads or writes kiln's end of a pipe to the backend without the
+// scheduler's system-call state (package rawio): on this path it cost a
+// tier-1 call more CPU than kiln's own work did.
+func rawEnd(f *os.File) io.ReadWriteCloser {
+	if r, err := rawio.New(f); err == nil {
+		return r
+	}
+	return f
 }
 
 // close ends the pipe for callers still waiting and reaps the process
@@ -100,6 +123,12 @@ func (p *stdioPipe) close() error {
 	p.waitOnce.Do(func() {
 		if p.cmd != nil {
 			p.waitErr = p.cmd.Wait()
+			// As exec's own pipes are closed after Wait: a grandchild
+			// still holding the backend's stdout must not keep the
+			// reader waiting. stdin may be closed already (mcp-go's
+			// Close).
+			_ = p.stdout.Close()
+			_ = p.stdin.Close()
 		}
 	})
 	return p.waitErr

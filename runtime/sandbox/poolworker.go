@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/kilnmcp/kiln/runtime/rawio"
 )
 
 // worker is the host's handle on one worker process.
@@ -73,7 +76,7 @@ func (p *Pool) spawn(id int, cg *cgroupChild) (*worker, error) {
 		inW.Close()
 		return nil, err
 	}
-	w := &worker{id: id, cmd: cmd, stdin: inW, fw: &frameWriter{w: inW}, frames: make(chan *frame, 16),
+	w := &worker{id: id, cmd: cmd, stdin: inW, fw: &frameWriter{w: rawEnd(inW)}, frames: make(chan *frame, 16),
 		exited: make(chan struct{}), stderr: &tailBuffer{max: 4 << 10, record: func(line string) {
 			p.log.Warn("sandbox worker says", "worker", id, "record", line)
 		}}, cg: cg}
@@ -104,7 +107,7 @@ func (p *Pool) spawn(id int, cg *cgroupChild) (*worker, error) {
 	go func() {
 		defer close(w.frames)
 		defer outR.Close()
-		br := bufio.NewReaderSize(outR, 64<<10)
+		br := bufio.NewReaderSize(rawEnd(outR), 64<<10)
 		for {
 			f, err := readFrame(br)
 			if err != nil {
@@ -352,4 +355,14 @@ func (t *tailBuffer) String() string {
 		sep = " … "
 	}
 	return strings.TrimSpace(string(t.head) + sep + string(t.tail))
+}
+
+// rawEnd reads or writes kiln's end of a pipe to a worker without the
+// scheduler's system-call state (package rawio). f stays the owner: it
+// closes the pipe.
+func rawEnd(f *os.File) io.ReadWriter {
+	if r, err := rawio.New(f); err == nil {
+		return r
+	}
+	return f
 }

@@ -33,7 +33,9 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runConnect(ctx, args[1:], stdin, stdout, stderr)
 	case workerCommand:
 		// Hidden: kiln serve starts it to run call_tool_chain programs.
-		return sandbox.ServeWorker(stdin, stdout, stderr)
+		in, out, release := rawStdio(stdin, stdout)
+		defer release()
+		return sandbox.ServeWorker(in, out, stderr)
 	case workspaceExec: // hidden: how a workspace's Bash confines itself
 		return runWorkspaceExec(args[1:], stderr)
 	case "auth":

@@ -67,7 +67,12 @@ func runConnect(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitFail
 	}
 	defer conn.Close()
-	return relay(conn, id, stdin, stdout, stderr)
+	// A relay is all hand-offs: the same raw ends and single P as kiln
+	// serve on stdio (stdio.go).
+	in, out, release := rawStdio(stdin, stdout)
+	defer release()
+	oneClientProcs()
+	return relay(conn, id, in, out, stderr)
 }
 
 // relay copies the client's stdin to the daemon and the daemon's answers

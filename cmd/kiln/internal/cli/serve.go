@@ -285,7 +285,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return dmn.serve(ctx, srv, log, stderr)
 	}
 	if *httpAddr == "" {
-		if err := srv.ServeStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		in, out, release := rawStdio(stdin, stdout)
+		defer release()
+		oneClientProcs()
+		if err := srv.ServeStdio(ctx, in, out); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)
 			return exitFail
 		}

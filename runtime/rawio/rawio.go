@@ -1,0 +1,125 @@
+package rawio
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync/atomic"
+	"syscall"
+)
+
+// File is a pipe or socket read and written without the scheduler's
+// system-call state.
+type File struct {
+	f  *os.File
+	rc syscall.RawConn
+	// restore runs before the file closes: a socket shared with the
+	// process's parent goes back to the mode it came in.
+	restore func()
+	closed  atomic.Bool
+}
+
+// ErrBlocking is New's answer for a file in blocking mode: a raw read of
+// it would stall a thread the scheduler believes is running.
+var ErrBlocking = errors.New("rawio: file is in blocking mode")
+
+// New wraps f, which must be nonblocking and held by the poller, as the
+// ends of os.Pipe and net connections' files are. New takes f over: Close
+// closes it.
+func New(f *os.File) (*File, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var nonblock bool
+	if err := rc.Control(func(fd uintptr) {
+		flags, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
+		nonblock = e == 0 && flags&syscall.O_NONBLOCK != 0
+	}); err != nil {
+		return nil, err
+	}
+	if !nonblock {
+		return nil, ErrBlocking
+	}
+	return &File{f: f, rc: rc}, nil
+}
+
+// Read reads what the kernel holds, waiting for the file to become
+// readable when it holds nothing. It reports io.EOF at the end.
+func (r *File) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var errno syscall.Errno
+	err := r.rc.Read(func(fd uintptr) bool {
+		for {
+			r1, e := sysRead(fd, p)
+			switch e {
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false
+			}
+			n, errno = r1, e
+			return true
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, r.wrap("read", err)
+	case errno != 0:
+		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: errno}
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// Write writes all of p, waiting for room when the kernel's buffer is
+// full.
+func (r *File) Write(p []byte) (int, error) {
+	var n int
+	var errno syscall.Errno
+	err := r.rc.Write(func(fd uintptr) bool {
+		for n < len(p) {
+			r1, e := sysWrite(fd, p[n:])
+			switch e {
+			case 0:
+				n += r1
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return false
+			default:
+				errno = e
+				return true
+			}
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return n, r.wrap("write", err)
+	case errno != 0:
+		return n, &os.PathError{Op: "write", Path: r.f.Name(), Err: errno}
+	}
+	return n, nil
+}
+
+// wrap words the poller's error as os does: os.ErrClosed once Close ran
+// (the poller's own closing error is not exported).
+func (r *File) wrap(op string, err error) error {
+	if r.closed.Load() {
+		err = os.ErrClosed
+	}
+	return &os.PathError{Op: op, Path: r.f.Name(), Err: err}
+}
+
+// Close closes the file; a Read or Write waiting on it returns.
+func (r *File) Close() error {
+	r.closed.Store(true)
+	if r.restore != nil {
+		r.restore()
+	}
+	return r.f.Close()
+}

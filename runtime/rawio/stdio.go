@@ -1,0 +1,96 @@
+package rawio
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// ErrNotStream is Reopen's answer for a file that is not a pipe or a
+// socket (a terminal, a regular file, /dev/null): those stay with the
+// os package's blocking reads.
+var ErrNotStream = errors.New("rawio: not a pipe or a socket")
+
+// Reopen returns a raw File on the pipe or socket f (the process's stdin
+// or stdout) without changing f, for reading (os.O_RDONLY) or writing
+// (os.O_WRONLY).
+//
+// A pipe is opened anew through /proc/self/fd: a file description of its
+// own, so its nonblocking mode is not seen by f or by another process
+// holding the same pipe, whose blocking reads or writes would otherwise
+// start failing with EAGAIN. A socket cannot be opened so; its duplicate
+// shares f's description, so it is set nonblocking and set back when the
+// File closes.
+func Reopen(f *os.File, flag int) (*File, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var st syscall.Stat_t
+	var statErr error
+	if err := rc.Control(func(fd uintptr) { statErr = syscall.Fstat(int(fd), &st) }); err != nil {
+		return nil, err
+	}
+	if statErr != nil {
+		return nil, fmt.Errorf("rawio: stat %s: %w", f.Name(), statErr)
+	}
+	switch st.Mode & syscall.S_IFMT {
+	case syscall.S_IFIFO:
+		var fd uintptr
+		_ = rc.Control(func(sfd uintptr) { fd = sfd })
+		return reopenPipe(fd, f.Name(), flag)
+	case syscall.S_IFSOCK:
+		return dupSocket(f)
+	}
+	return nil, ErrNotStream
+}
+
+// reopenPipe opens the pipe fd anew. f.Fd() is not used to find fd: it
+// would put a file os holds nonblocking back into blocking mode.
+func reopenPipe(fd uintptr, name string, flag int) (*File, error) {
+	// O_NONBLOCK also keeps the open from waiting for the other end, as
+	// opening a pipe does when it has none left.
+	g, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), flag|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("rawio: reopen %s: %w", name, err)
+	}
+	r, err := New(g)
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func dupSocket(f *os.File) (*File, error) {
+	var fd int
+	var err error
+	if cerr := rawControl(f, func(sfd uintptr) { fd, err = syscall.Dup(int(sfd)) }); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rawio: dup %s: %w", f.Name(), err)
+	}
+	syscall.CloseOnExec(fd)
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("rawio: %s: %w", f.Name(), err)
+	}
+	r, err := New(os.NewFile(uintptr(fd), f.Name()))
+	if err != nil {
+		_ = syscall.SetNonblock(fd, false)
+		syscall.Close(fd)
+		return nil, err
+	}
+	r.restore = func() { _ = r.rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) }) }
+	return r, nil
+}
+
+func rawControl(f *os.File, fn func(fd uintptr)) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	return rc.Control(fn)
+}
