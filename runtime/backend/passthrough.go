@@ -186,6 +186,12 @@ func (c *Conn) subscription(ctx context.Context, method, uri string) error {
 		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: map[string]string{"uri": uri},
 	})
 	if err != nil {
+		if ctx.Err() != nil && c.pipe != nil {
+			// The SDK client would tell a stdio backend, but this request
+			// bypasses it; HTTP and SSE transports tell theirs
+			// (cancelRemote).
+			c.cancelCall(ctx, id)
+		}
 		return c.passErr(nil, fmt.Sprintf("%s %q", method, uri), err)
 	}
 	if resp.Error != nil {

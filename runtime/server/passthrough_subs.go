@@ -344,11 +344,17 @@ func (p *passthru) hook(h *server.Hooks) {
 			}
 		case string(mcp.MethodResourcesSubscribe):
 			if !modern {
-				return p.subscribe(ctx, sessionID(ctx), req.Params.URI)
+				sid := sessionID(ctx)
+				ctx, done := p.pending.track(ctx, sid, req.ID)
+				defer done()
+				return p.subscribe(ctx, sid, req.Params.URI)
 			}
 		case string(mcp.MethodResourcesUnsubscribe):
 			if !modern {
-				p.unsubscribe(ctx, sessionID(ctx), req.Params.URI)
+				sid := sessionID(ctx)
+				ctx, done := p.pending.track(ctx, sid, req.ID)
+				defer done()
+				p.unsubscribe(ctx, sid, req.Params.URI)
 			}
 		}
 		return nil
@@ -366,6 +372,9 @@ func (p *passthru) hook(h *server.Hooks) {
 		p.logs.mu.Unlock()
 	})
 	h.AddOnUnregisterSession(func(ctx context.Context, cs server.ClientSession) {
+		// First, so a subscription in flight ends now and its URI is free
+		// for the unsubscribes below.
+		p.pending.sessionEnded(cs.SessionID())
 		p.logs.mu.Lock()
 		delete(p.logs.sessions, cs.SessionID())
 		p.logs.mu.Unlock()
@@ -416,6 +425,9 @@ func (p *passthru) subscribe(ctx context.Context, session, uri string) error {
 	}
 	if err := p.s.opts.Passthrough.Subscribe(ctx, owner, uri); err != nil {
 		p.subs.remove(session, uri)
+		if ctx.Err() != nil {
+			p.undoSubscription(ctx, owner, uri)
+		}
 		return fmt.Errorf("cannot subscribe to %q: %v", uri, p.backendErr(err))
 	}
 	return nil
@@ -477,6 +489,10 @@ func (p *passthru) unsubscribe(ctx context.Context, session, uri string) {
 		return
 	}
 	if err := p.s.opts.Passthrough.Unsubscribe(ctx, owner, uri); err != nil {
+		if ctx.Err() != nil {
+			p.undoSubscription(ctx, owner, uri)
+			return
+		}
 		p.s.log.Debug("could not unsubscribe a backend resource", "backend", owner, "uri", uri, "err", err)
 	}
 }

@@ -227,6 +227,7 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err er
 	if !top.odd && top.id == nil && string(top.method) == `"notifications/cancelled"` {
 		// The SDK gets it too: it may name a request the SDK serves.
 		l.inflight.cancel(line)
+		l.s.cancelPending(sessionID(ctx), line)
 	}
 	if top.odd || top.id == nil || !loopServes[string(top.method)] {
 		_, err := l.sdk.Write(line)
