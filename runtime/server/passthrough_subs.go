@@ -207,12 +207,53 @@ type logState struct {
 	// session's messages are filtered to its own level.
 	levels   map[string]mcp.LoggingLevel
 	sessions map[string]bool
-	warned   map[string]bool // routing warnings already logged; guarded by passthru.mu
+	// initializing counts each session's initialize requests in flight,
+	// and ended marks those of them whose session ended meanwhile: a
+	// legacy SSE client that disconnects in the middle of initialize is
+	// unregistered before the initialize hook that would add it to
+	// sessions runs, and it must not be added after.
+	initializing map[string]int
+	ended        map[string]bool
+	warned       map[string]bool // routing warnings already logged; guarded by passthru.mu
 }
 
 func (l *logState) init() {
 	l.sessions = map[string]bool{}
 	l.levels = map[string]mcp.LoggingLevel{}
+	l.initializing = map[string]int{}
+	l.ended = map[string]bool{}
+}
+
+// startInit notes an initialize request of session in flight.
+func (l *logState) startInit(session string) {
+	l.mu.Lock()
+	l.initializing[session]++
+	l.mu.Unlock()
+}
+
+// endInit notes the end of one of session's initialize requests and, when
+// logs is set and the session has not ended meanwhile, has it get the logs
+// backends send outside any call.
+func (l *logState) endInit(session string, logs bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if logs && !l.ended[session] {
+		l.sessions[session] = true
+	}
+	if l.initializing[session]--; l.initializing[session] <= 0 {
+		delete(l.initializing, session)
+		delete(l.ended, session)
+	}
+}
+
+// end forgets session, which ended.
+func (l *logState) end(session string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.sessions, session)
+	if l.initializing[session] > 0 {
+		l.ended[session] = true
+	}
 }
 
 // set records session's level and returns the level backends should get,
@@ -361,23 +402,28 @@ func (p *passthru) hook(h *server.Hooks) {
 	})
 	// Logs sent outside any call go to sessions that initialized before
 	// 2026-07-28: later clients declare a level per request, and a server
-	// must not log to them unasked (SEP-2575).
+	// must not log to them unasked (SEP-2575). An initialize is counted
+	// while it runs, so a session that ends meanwhile is not added after
+	// (logState.ended); mcp-go v1.2.1's initialize handler never fails,
+	// so the after hook always uncounts it (an OnError hook could too, but
+	// any such hook turns fastCall off).
+	h.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest) {
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			p.logs.startInit(cs.SessionID())
+		}
+	})
 	h.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		cs := server.ClientSessionFromContext(ctx)
-		if cs == nil || res == nil || mcp.IsModernProtocol(res.ProtocolVersion) {
+		if cs == nil {
 			return
 		}
-		p.logs.mu.Lock()
-		p.logs.sessions[cs.SessionID()] = true
-		p.logs.mu.Unlock()
+		p.logs.endInit(cs.SessionID(), res != nil && !mcp.IsModernProtocol(res.ProtocolVersion))
 	})
 	h.AddOnUnregisterSession(func(ctx context.Context, cs server.ClientSession) {
 		// First, so a subscription in flight ends now and its URI is free
 		// for the unsubscribes below.
 		p.pending.sessionEnded(cs.SessionID())
-		p.logs.mu.Lock()
-		delete(p.logs.sessions, cs.SessionID())
-		p.logs.mu.Unlock()
+		p.logs.end(cs.SessionID())
 		// The level backends get follows the sessions left: a departed
 		// session's debug kept every backend at debug for good.
 		if p.logs.drop(cs.SessionID()) != "" && p.s.opts.Passthrough != nil {
