@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -22,18 +23,29 @@ func slowSubConfig(t *testing.T) (cfg, state string) {
 }
 
 // waitEvents waits until the fault server's events.log holds lines that
-// start with each of want, in order.
+// start with each of want, in order, for two minutes at most.
 func waitEvents(t *testing.T, state, what string, want ...string) {
 	t.Helper()
-	eventually(t, what, func() bool {
+	deadline := time.After(2 * time.Minute)
+	for {
 		i := 0
-		for _, line := range strings.Split(events(state), "\n") {
+		log := events(state)
+		for _, line := range strings.Split(log, "\n") {
 			if i < len(want) && strings.HasPrefix(line, want[i]) {
 				i++
 			}
 		}
-		return i == len(want)
-	})
+		if i == len(want) {
+			return
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("never: %s\nevents.log:\n%s", what, log)
+		case <-deadline:
+			t.Fatalf("not within 2 minutes: %s\nevents.log:\n%s", what, log)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // TestCanceledSubscribeIsCanceledUpstream: a stdio client cancels its
@@ -56,15 +68,21 @@ func TestCanceledSubscribeIsCanceledUpstream(t *testing.T) {
 	s.send(request(`"sub-1"`, "resources/subscribe", `{"uri":"fault://slow-sub"}`))
 	waitEvents(t, state, "the subscribe reached the backend", "subscribe fault://slow-sub")
 	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub-1","reason":"changed my mind"}}`)
+	// The backend serves requests concurrently: its subscribe handler may
+	// see the cancellation after it read kiln's unsubscribe.
 	waitEvents(t, state, "the backend was told to stop and then unsubscribed",
-		"cancel-notification id=kiln-sub-", "cancelled subscribe fault://slow-sub", "unsubscribe fault://slow-sub")
+		"subscribe fault://slow-sub", "cancel-notification id=kiln-sub-", "unsubscribe fault://slow-sub")
+	waitEvents(t, state, "the backend's subscribe saw the cancellation", "cancelled subscribe fault://slow-sub")
 
 	s.send(request(`"sub-2"`, "resources/subscribe", `{"uri":"fault://slow-sub"}`))
 	waitEvents(t, state, "a second subscribe is forwarded, not taken as already done",
-		"unsubscribe fault://slow-sub", "subscribe fault://slow-sub")
+		"subscribe fault://slow-sub", "unsubscribe fault://slow-sub", "subscribe fault://slow-sub")
 	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub-2"}}`)
 	waitEvents(t, state, "the second one is canceled too",
-		"unsubscribe fault://slow-sub", "subscribe fault://slow-sub", "cancelled subscribe fault://slow-sub", "unsubscribe fault://slow-sub")
+		"subscribe fault://slow-sub", "unsubscribe fault://slow-sub", "subscribe fault://slow-sub",
+		"cancel-notification id=kiln-sub-", "unsubscribe fault://slow-sub")
+	waitEvents(t, state, "the backend's second subscribe saw the cancellation",
+		"cancelled subscribe fault://slow-sub", "cancelled subscribe fault://slow-sub")
 }
 
 // TestSubscribeInFlightEndsWithItsSession: an HTTP client session ends
@@ -99,5 +117,6 @@ func TestSubscribeInFlightEndsWithItsSession(t *testing.T) {
 	}
 	resp.Body.Close()
 	waitEvents(t, state, "the backend was told to stop and then unsubscribed",
-		"cancel-notification id=kiln-sub-", "cancelled subscribe fault://slow-sub", "unsubscribe fault://slow-sub")
+		"subscribe fault://slow-sub", "cancel-notification id=kiln-sub-", "unsubscribe fault://slow-sub")
+	waitEvents(t, state, "the backend's subscribe saw the cancellation", "cancelled subscribe fault://slow-sub")
 }
