@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -186,6 +187,20 @@ func (c *Conn) subscription(ctx context.Context, method, uri string) error {
 		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: method, Params: map[string]string{"uri": uri},
 	})
 	if err != nil {
+		if ctx.Err() != nil && c.pipe != nil {
+			// The SDK client would tell a stdio backend, but this request
+			// bypasses it; HTTP and SSE transports tell theirs
+			// (cancelRemote). Sent before returning, unlike a call's: the
+			// caller follows it with an unsubscribe, which must not
+			// overtake it.
+			n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+				Method: string(mcp.MethodNotificationCancelled),
+				Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}},
+			}}
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = c.client.GetTransport().SendNotification(nctx, n)
+			cancel()
+		}
 		return c.passErr(nil, fmt.Sprintf("%s %q", method, uri), err)
 	}
 	if resp.Error != nil {

@@ -54,6 +54,13 @@ func (d *Dispatcher) clientRequest(ctx context.Context, name, method string, par
 // clientRequestOn is clientRequest for a request that came on the backend
 // session key names (see callNotification).
 func (d *Dispatcher) clientRequestOn(ctx context.Context, name, key, method string, params json.RawMessage) (json.RawMessage, error) {
+	return d.clientRequestFor(ctx, name, key, nil, method, params)
+}
+
+// clientRequestFor is clientRequestOn for a backend session that owner,
+// when set, opened for itself alone (session.go): a request outside any of
+// its calls goes to owner, the only client it can be for.
+func (d *Dispatcher) clientRequestFor(ctx context.Context, name, key string, owner ClientSession, method string, params json.RawMessage) (json.RawMessage, error) {
 	d.obs.mu.Lock()
 	sessions := map[string]ClientSession{}
 	for _, obs := range listening(d.obs.byBackend[key]) {
@@ -86,6 +93,9 @@ func (d *Dispatcher) clientRequestOn(ctx context.Context, name, key, method stri
 		return res, err
 	}
 	d.obs.mu.Unlock()
+	if len(sessions) == 0 && owner != nil {
+		return owner.ClientRequest(ctx, method, params)
+	}
 	if len(sessions) > 1 {
 		d.log.Warn("backend request refused: calls from several client sessions in flight", "backend", name, "method", method, "sessions", len(sessions))
 		return nil, fmt.Errorf("kiln refused %s from backend %q: it arrived while the backend served calls from %d client sessions, and the backend's transport does not say which call it belongs to, so kiln will not guess whom to ask. "+

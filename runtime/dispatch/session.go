@@ -156,7 +156,7 @@ func (d *Dispatcher) sessionConn(ctx context.Context, s *supervisor, sid string)
 		// session wait for it), but not the session or the supervisor:
 		// closeSessions cancels it.
 		var cancel context.CancelFunc
-		dctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+		dctx, cancel = context.WithCancel(detached(ctx))
 		sc = &sessionConn{ready: make(chan struct{}), dialing: true, cancel: cancel}
 		s.sessions[sid] = sc
 	}
@@ -181,7 +181,11 @@ func (d *Dispatcher) sessionConn(ctx context.Context, s *supervisor, sid string)
 		}
 	}
 	if dial {
-		d.dialSession(dctx, s, sid, sc, cfg, connectTimeout, guard)
+		var owner ClientSession
+		if obs := ObserverFrom(ctx); obs != nil {
+			owner = obs.Client
+		}
+		d.dialSession(dctx, s, sid, sc, cfg, connectTimeout, guard, owner)
 	}
 	select {
 	case <-sc.ready:
@@ -197,13 +201,26 @@ func (d *Dispatcher) sessionConn(ctx context.Context, s *supervisor, sid string)
 	return sc.conn, release, nil
 }
 
+// detached is ctx without its cancellation and without the call it came
+// from: the context a backend session is dialed with stays the context of
+// the session's stdio transport (mcp-go hands it to the handler of every
+// request the backend sends there), so the first call's requester in it
+// sent every later question of the session straight to that call's
+// client. Those questions bypassed clientRequestOn, which withdraws a
+// question when the calls it may belong to end: a backend that gave up
+// left the client asking its user until exchangeIdle. The session's owner
+// still gets what the backend asks outside any call (clientRequestFor).
+func detached(ctx context.Context) context.Context {
+	return WithObserver(backend.WithRequester(context.WithoutCancel(ctx), nil), nil)
+}
+
 // errSessionEnded is a dial's outcome when its client session or the
 // backend's supervisor ended while it ran.
 var errSessionEnded = errors.New("the client session or the backend ended while its session was being opened")
 
 // dialSession opens sc, client session sid's own session with the slot's
-// backend, and records the outcome.
-func (d *Dispatcher) dialSession(ctx context.Context, s *supervisor, sid string, sc *sessionConn, cfg config.Backend, connectTimeout time.Duration, guard *backend.Guard) {
+// backend, and records the outcome; owner is sid's client session.
+func (d *Dispatcher) dialSession(ctx context.Context, s *supervisor, sid string, sc *sessionConn, cfg config.Backend, connectTimeout time.Duration, guard *backend.Guard, owner ClientSession) {
 	name := cfg.Name
 	key := sessionKey(name, sid)
 	var hc *http.Client
@@ -222,7 +239,7 @@ func (d *Dispatcher) dialSession(ctx context.Context, s *supervisor, sid string,
 				d.callNotification(name, key, method, params)
 			},
 			OnRequest: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-				return d.clientRequestOn(ctx, name, key, method, params)
+				return d.clientRequestFor(ctx, name, key, owner, method, params)
 			},
 		})
 	}

@@ -66,8 +66,9 @@ type passthru struct {
 	table   atomic.Pointer[route.Table]
 	exposed atomic.Pointer[map[string]promptRef]
 
-	subs subscriptions
-	logs logState
+	subs    subscriptions
+	pending pendingSubs
+	logs    logState
 
 	// refreshing serializes refreshes per backend, so a slow, older list
 	// never replaces a newer one.

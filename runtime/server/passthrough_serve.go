@@ -72,7 +72,7 @@ func (p *passthru) read(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 	}
 	raw, err := p.s.opts.Passthrough.ReadResource(p.observed(ctx), owner, uri)
 	if err != nil {
-		return nil, p.backendErr(err)
+		return nil, p.relayErr(ctx, notFoundOfEra(ctx, uri, err))
 	}
 	var res struct {
 		Contents []json.RawMessage `json:"contents"`
@@ -103,8 +103,9 @@ func (p *passthru) prompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	if err != nil {
 		if round != nil && round.Err != nil {
 			relayError(ctx, scrubRPCError(p.s.opts.Scrubber, round.Err))
+			return nil, p.backendErr(err)
 		}
-		return nil, p.backendErr(err)
+		return nil, p.relayErr(ctx, err)
 	}
 	if round != nil && round.InputRequired != nil {
 		raw = scrubRound(p.s.opts.Scrubber, raw)
@@ -145,12 +146,53 @@ func (p *passthru) backendErr(err error) error {
 	return errors.New(p.s.opts.Scrubber.String(err.Error()))
 }
 
+// relayErr is backendErr for a request the client is owed the backend's
+// own error for: a backend's JSON-RPC error (-32602 for an unknown prompt
+// argument, -32002 for a missing resource, with its data) is relayed as
+// sent, scrubbed, where the transport can answer with it (relay.go); mcp-go
+// answers every handler error with -32603.
+func (p *passthru) relayErr(ctx context.Context, err error) error {
+	var re *backend.RemoteError
+	if errors.As(err, &re) {
+		e := &mcp.JSONRPCErrorDetails{Code: re.Code, Message: re.Message}
+		if len(re.Data) > 0 {
+			e.Data = re.Data
+		}
+		relayError(ctx, scrubRPCError(p.s.opts.Scrubber, e))
+	}
+	return p.backendErr(err)
+}
+
+// notFoundOfEra gives a backend's resource-not-found answer for uri the
+// code of the client's protocol era: the backend answered in its own
+// (-32002 before 2026-07-28, -32602 from then on, both with data.uri), and
+// a client across kiln may speak the other. Any other error is returned
+// as it is.
+func notFoundOfEra(ctx context.Context, uri string, err error) error {
+	var re *backend.RemoteError
+	if !errors.As(err, &re) || (re.Code != mcp.RESOURCE_NOT_FOUND && re.Code != mcp.INVALID_PARAMS) {
+		return err
+	}
+	var data struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(re.Data, &data) != nil || data.URI != uri {
+		return err
+	}
+	out := *re
+	out.Code = mcp.RESOURCE_NOT_FOUND
+	if modern(ctx) {
+		out.Code = mcp.INVALID_PARAMS
+	}
+	return &out
+}
+
 // complete forwards a completion request to the backend that owns ref,
 // reporting false when no backend does.
 func (p *passthru) complete(ctx context.Context, ref backend.CompleteRef, owner string, arg mcp.CompleteArgument, cc mcp.CompleteContext) (*mcp.Completion, error) {
 	raw, err := p.s.opts.Passthrough.Complete(p.observed(ctx), owner, ref, arg.Name, arg.Value, cc.Arguments)
 	if err != nil {
-		return nil, p.backendErr(err)
+		return nil, p.relayErr(ctx, err)
 	}
 	var res struct {
 		Completion mcp.Completion `json:"completion"`

@@ -197,97 +197,6 @@ func (p *passthru) rehome(uri, from, to string) {
 	}
 }
 
-// logState is the log level forwarded to every backend, the level each
-// client session asked for, and the sessions backend logs go to.
-type logState struct {
-	mu    sync.Mutex
-	level string
-	// levels holds each session's logging/setLevel. Backends are shared,
-	// so they get the most verbose level any session asked for, and each
-	// session's messages are filtered to its own level.
-	levels   map[string]mcp.LoggingLevel
-	sessions map[string]bool
-	warned   map[string]bool // routing warnings already logged; guarded by passthru.mu
-}
-
-func (l *logState) init() {
-	l.sessions = map[string]bool{}
-	l.levels = map[string]mcp.LoggingLevel{}
-}
-
-// set records session's level and returns the level backends should get,
-// or "" when it is unchanged.
-func (l *logState) set(session string, level mcp.LoggingLevel) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.levels[session] = level
-	most := level
-	for _, lv := range l.levels {
-		if most.ShouldSendTo(lv) {
-			most = lv
-		}
-	}
-	if string(most) == l.level {
-		return ""
-	}
-	l.level = string(most)
-	return l.level
-}
-
-// drop forgets session's level and returns the level backends should get
-// now, or "" when it is unchanged. When no session has a level left,
-// backends keep the last one: MCP has no way to hand a backend back its
-// own default, and a session that never set a level gets every message
-// anyway (admits).
-func (l *logState) drop(session string) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.levels[session]; !ok {
-		return ""
-	}
-	delete(l.levels, session)
-	var most mcp.LoggingLevel
-	for _, lv := range l.levels {
-		if most == "" || most.ShouldSendTo(lv) {
-			most = lv
-		}
-	}
-	if most == "" || string(most) == l.level {
-		return ""
-	}
-	l.level = string(most)
-	return l.level
-}
-
-// of returns the level session set, or "".
-func (l *logState) of(session string) mcp.LoggingLevel {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.levels[session]
-}
-
-// admits reports whether session asked for messages of level; a session
-// that never set a level gets what backends send.
-func (l *logState) admits(session string, level mcp.LoggingLevel) bool {
-	l.mu.Lock()
-	floor, ok := l.levels[session]
-	l.mu.Unlock()
-	return !ok || level.ShouldSendTo(floor)
-}
-
-// apply sends the level clients asked for to one backend.
-func (l *logState) apply(ctx context.Context, s *Server, name string) {
-	l.mu.Lock()
-	level := l.level
-	l.mu.Unlock()
-	if level == "" {
-		return
-	}
-	if err := s.opts.Passthrough.SetLevel(ctx, name, level); err != nil {
-		s.log.Debug("could not forward the log level", "backend", name, "err", err)
-	}
-}
-
 func sessionID(ctx context.Context) string {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		return cs.SessionID()
@@ -344,31 +253,45 @@ func (p *passthru) hook(h *server.Hooks) {
 			}
 		case string(mcp.MethodResourcesSubscribe):
 			if !modern {
-				return p.subscribe(ctx, sessionID(ctx), req.Params.URI)
+				sid := sessionID(ctx)
+				ctx, done := p.pending.track(ctx, sid, req.ID)
+				defer done()
+				return p.subscribe(ctx, sid, req.Params.URI)
 			}
 		case string(mcp.MethodResourcesUnsubscribe):
 			if !modern {
-				p.unsubscribe(ctx, sessionID(ctx), req.Params.URI)
+				sid := sessionID(ctx)
+				ctx, done := p.pending.track(ctx, sid, req.ID)
+				defer done()
+				p.unsubscribe(ctx, sid, req.Params.URI)
 			}
 		}
 		return nil
 	})
 	// Logs sent outside any call go to sessions that initialized before
 	// 2026-07-28: later clients declare a level per request, and a server
-	// must not log to them unasked (SEP-2575).
+	// must not log to them unasked (SEP-2575). An initialize is counted
+	// while it runs, so a session that ends meanwhile is not added after
+	// (logState.ended); mcp-go v1.2.1's initialize handler never fails,
+	// so the after hook always uncounts it (an OnError hook could too, but
+	// any such hook turns fastCall off).
+	h.AddBeforeInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest) {
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			p.logs.startInit(cs.SessionID())
+		}
+	})
 	h.AddAfterInitialize(func(ctx context.Context, _ any, _ *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		cs := server.ClientSessionFromContext(ctx)
-		if cs == nil || res == nil || mcp.IsModernProtocol(res.ProtocolVersion) {
+		if cs == nil {
 			return
 		}
-		p.logs.mu.Lock()
-		p.logs.sessions[cs.SessionID()] = true
-		p.logs.mu.Unlock()
+		p.logs.endInit(cs.SessionID(), res != nil && !mcp.IsModernProtocol(res.ProtocolVersion))
 	})
 	h.AddOnUnregisterSession(func(ctx context.Context, cs server.ClientSession) {
-		p.logs.mu.Lock()
-		delete(p.logs.sessions, cs.SessionID())
-		p.logs.mu.Unlock()
+		// First, so a subscription in flight ends now and its URI is free
+		// for the unsubscribes below.
+		p.pending.sessionEnded(cs.SessionID())
+		p.logs.end(cs.SessionID())
 		// The level backends get follows the sessions left: a departed
 		// session's debug kept every backend at debug for good.
 		if p.logs.drop(cs.SessionID()) != "" && p.s.opts.Passthrough != nil {
@@ -416,6 +339,9 @@ func (p *passthru) subscribe(ctx context.Context, session, uri string) error {
 	}
 	if err := p.s.opts.Passthrough.Subscribe(ctx, owner, uri); err != nil {
 		p.subs.remove(session, uri)
+		if ctx.Err() != nil {
+			p.undoSubscription(ctx, owner, uri)
+		}
 		return fmt.Errorf("cannot subscribe to %q: %v", uri, p.backendErr(err))
 	}
 	return nil
@@ -477,6 +403,10 @@ func (p *passthru) unsubscribe(ctx context.Context, session, uri string) {
 		return
 	}
 	if err := p.s.opts.Passthrough.Unsubscribe(ctx, owner, uri); err != nil {
+		if ctx.Err() != nil {
+			p.undoSubscription(ctx, owner, uri)
+			return
+		}
 		p.s.log.Debug("could not unsubscribe a backend resource", "backend", owner, "uri", uri, "err", err)
 	}
 }

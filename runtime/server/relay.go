@@ -10,16 +10,18 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// A backend's JSON-RPC error answer to a passed-through round (round.go)
-// belongs to the client as sent: -32021 "missing required client
-// capability" with its data, which a 2026-07-28 client acts on and whose
-// HTTP status is 400. mcp-go v1.2.1 answers every tool handler error with
-// -32603 and status 200, so kiln puts a slot in the request's context, the
-// handler fills it, and the response is the backend's error instead of the
-// SDK's: over HTTP the response writer swaps it, over stdio the read loop,
-// which answers tools/call itself (a prompts/get over stdio goes through
-// the SDK's stdio server and still gets -32603 with the backend's code and
-// message in the text).
+// A backend's JSON-RPC error answer to a passed-through round (round.go),
+// prompts/get, resources/read or completion/complete belongs to the client
+// as sent: -32021 "missing required client capability" with its data,
+// which a 2026-07-28 client acts on and whose HTTP status is 400; -32602
+// for a prompt's bad arguments; -32002 for a missing resource with its
+// URI. mcp-go v1.2.1 answers every handler error with -32603, so kiln puts
+// a slot in the request's context, the handler fills it, and the response
+// is the backend's error instead of the SDK's: over streamable HTTP the
+// response writer swaps it, over stdio the read loop, which serves these
+// requests itself (loopServes). The legacy SSE transport answers on its
+// event stream, out of reach: there the client still gets -32603 with the
+// backend's message in the text.
 
 type relayKey struct{}
 
@@ -52,14 +54,17 @@ func relayError(ctx context.Context, e *mcp.JSONRPCErrorDetails) {
 }
 
 // relaying wraps w for a POST whose request may pass a backend's error
-// through (tools/call, prompts/get); other requests go on untouched.
+// through: a 2026-07-28 tools/call (its rounds), and prompts/get,
+// resources/read and completion/complete of any era (a backend's own
+// error for a prompt, resource or completion); other requests go on
+// untouched.
 func relaying(w http.ResponseWriter, r *http.Request, body []byte) (http.ResponseWriter, *http.Request) {
-	// Only 2026-07-28 requests pass rounds through; older ones skip the
-	// decode.
-	if r.Header.Get("MCP-Protocol-Version") < "2026-07-28" {
-		return w, r
-	}
-	if !bytes.Contains(body, []byte(`"tools/call"`)) && !bytes.Contains(body, []byte(`"prompts/get"`)) {
+	modern := r.Header.Get("MCP-Protocol-Version") >= "2026-07-28"
+	passed := bytes.Contains(body, []byte(`"prompts/get"`)) || bytes.Contains(body, []byte(`"resources/read"`)) ||
+		bytes.Contains(body, []byte(`"completion/complete"`))
+	// Only 2026-07-28 tools/call requests pass rounds through; older ones
+	// skip the decode, which every call would pay.
+	if !passed && !(modern && bytes.Contains(body, []byte(`"tools/call"`))) {
 		return w, r
 	}
 	var msg struct {
@@ -69,7 +74,7 @@ func relaying(w http.ResponseWriter, r *http.Request, body []byte) (http.Respons
 		return w, r
 	}
 	slot := &relayed{}
-	return &relayWriter{ResponseWriter: w, slot: slot, id: msg.ID}, r.WithContext(context.WithValue(r.Context(), relayKey{}, slot))
+	return &relayWriter{ResponseWriter: w, slot: slot, id: msg.ID, modern: modern}, r.WithContext(context.WithValue(r.Context(), relayKey{}, slot))
 }
 
 // relayedResponse is the JSON-RPC response carrying a backend's error e
@@ -88,6 +93,7 @@ type relayWriter struct {
 	http.ResponseWriter
 	slot    *relayed
 	id      json.RawMessage
+	modern  bool // 2026-07-28: the error's code sets the HTTP status
 	wrote   bool
 	swallow bool
 }
@@ -107,7 +113,10 @@ func (w *relayWriter) WriteHeader(status int) {
 	h := w.Header()
 	h.Del("Content-Length")
 	h.Set("Content-Type", "application/json")
-	w.ResponseWriter.WriteHeader(relayStatus(e.Code))
+	if w.modern {
+		status = relayStatus(e.Code)
+	}
+	w.ResponseWriter.WriteHeader(status)
 	_, _ = w.ResponseWriter.Write(append(body, '\n'))
 }
 

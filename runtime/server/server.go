@@ -261,9 +261,9 @@ func toMCP(r *toolcall.Result) (*mcp.CallToolResult, error) {
 // /message.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", checkedHTTP(notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp")))))
+	mux.Handle("/mcp", s.cancels(checkedHTTP(notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"))))))
 	sse := server.NewSSEServer(s.mcp, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"))
 	mux.Handle("/sse", sse.SSEHandler())
-	mux.Handle("/message", checkedHTTP(sse.MessageHandler()))
+	mux.Handle("/message", s.cancels(checkedHTTP(sse.MessageHandler())))
 	return mux
 }

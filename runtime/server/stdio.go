@@ -15,9 +15,9 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// stdioMaxCalls bounds the tools/call requests served at once over stdio;
-// past it the read loop waits for one to finish, as mcp-go's own queue did
-// (32 workers and 100 queued).
+// stdioMaxCalls bounds the requests the read loop serves at once (tools/call
+// and the others in loopServes); past it the read loop waits for one to
+// finish, as mcp-go's own queue did (32 workers and 100 queued).
 const stdioMaxCalls = 132
 
 // ServeStdio serves one client over in/out until ctx ends or in closes.
@@ -27,11 +27,11 @@ const stdioMaxCalls = 132
 // and a method probe) and reads each line on a goroutine of its own, which
 // cost a tools/call about as much as the call itself (BenchmarkEchoHop).
 // The read loop scans each line once (checkEnvelope's scan, which also
-// finds the method) and serves tools/call requests straight through the
-// MCP server's HandleMessage; every other line (initialize, notifications,
-// cancellation, the client's answers to sampling, elicitation and roots
-// requests) goes to mcp-go's stdio server unchanged, through a pipe, in
-// the order it came. As with mcp-go alone, a tools/call does not wait for
+// finds the method) and serves tools/call requests (and the few others in
+// loopServes) straight through the MCP server's HandleMessage; every other
+// line (initialize, notifications, cancellation, the client's answers to
+// sampling, elicitation and roots requests) goes to mcp-go's stdio server
+// unchanged, through a pipe, in the order it came. As with mcp-go alone, a tools/call does not wait for
 // the lines before it to be handled: requests run concurrently, and the
 // notifications kiln handles start their work in the background.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
@@ -87,6 +87,16 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 }
 
 var errListenEnded = errors.New("stdio server stopped")
+
+// loopServes are the methods (as raw JSON strings) whose requests the read
+// loop serves itself rather than the SDK's stdio server: tools/call for
+// speed; prompts/get, resources/read and completion/complete so a backend's
+// JSON-RPC error reaches the client with its own code (the loop answers
+// with the relayed error, relay.go; through the SDK's server it became
+// -32603).
+var loopServes = map[string]bool{
+	`"tools/call"`: true, `"prompts/get"`: true, `"resources/read"`: true, `"completion/complete"`: true,
+}
 
 // stdioLoop reads stdin on a pool of workers, one reading at a time: the
 // worker that reads a tools/call hands the reading to another worker and
@@ -217,8 +227,9 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err er
 	if !top.odd && top.id == nil && string(top.method) == `"notifications/cancelled"` {
 		// The SDK gets it too: it may name a request the SDK serves.
 		l.inflight.cancel(line)
+		l.s.cancelPending(sessionID(ctx), line)
 	}
-	if top.odd || top.id == nil || string(top.method) != `"tools/call"` {
+	if top.odd || top.id == nil || !loopServes[string(top.method)] {
 		_, err := l.sdk.Write(line)
 		return nil, err
 	}
@@ -259,7 +270,7 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err er
 	// line is the reader's own copy (ReadBytes), so the call may keep it.
 	return func() {
 		defer done.Do(l.calls.Done)
-		resp := l.call(ctx, ea, top.id, line)
+		resp := l.call(ctx, ea, top.id, string(top.method) == `"tools/call"`, line)
 		release()
 		// Busy until written: a write can block on a client slow to read,
 		// and start must not hand the next task to a worker stuck here
@@ -278,10 +289,10 @@ func (l *stdioLoop) write(resp []byte) {
 	}
 }
 
-// call serves one tools/call and returns its response, nil for none. A
-// panic that escapes the handlers' own recovery becomes an internal error
-// carrying the id.
-func (l *stdioLoop) call(ctx context.Context, ea *earlyAnswer, id json.RawMessage, line []byte) (resp []byte) {
+// call serves one request the loop serves (loopServes) and returns its
+// response, nil for none. A panic that escapes the handlers' own recovery
+// becomes an internal error carrying the id.
+func (l *stdioLoop) call(ctx context.Context, ea *earlyAnswer, id json.RawMessage, tool bool, line []byte) (resp []byte) {
 	defer func() {
 		if e := ea.relay.get(); e != nil && resp != nil {
 			resp = relayedResponse(id, e)
@@ -290,13 +301,15 @@ func (l *stdioLoop) call(ctx context.Context, ea *earlyAnswer, id json.RawMessag
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
-				l.s.log.Error("tools/call panicked", "panic", p, "stack", string(debug.Stack()))
+				l.s.log.Error("request panicked", "panic", p, "stack", string(debug.Stack()))
 				resp = (&envelopeError{code: codeInternalError, id: id, msg: "internal error: the gateway logged it; try again"}).response()
 			}
 		}()
-		if b, ok := l.s.fastCall(ctx, id, line); ok {
-			resp = b
-			return
+		if tool {
+			if b, ok := l.s.fastCall(ctx, id, line); ok {
+				resp = b
+				return
+			}
 		}
 		msg := l.s.mcp.HandleMessage(ctx, line)
 		if msg == nil {
@@ -304,7 +317,7 @@ func (l *stdioLoop) call(ctx context.Context, ea *earlyAnswer, id json.RawMessag
 		}
 		var err error
 		if resp, err = json.Marshal(msg); err != nil {
-			l.s.log.Error("encode tools/call response", "err", err)
+			l.s.log.Error("encode a response", "err", err)
 			resp = (&envelopeError{code: codeInternalError, id: id, msg: fmt.Sprintf("internal error: encode the result: %v", err)}).response()
 		}
 	}()

@@ -19,6 +19,8 @@
 //	FAULT_HTTP_STATELESS=1    --stateless     HTTP only: no sessions, which the SDK needs to speak 2026-07-28
 //	FAULT_HTTP_CUT_STREAM=t   --cut-stream    HTTP only: keep an event store and break the connection of
 //	                                          each call of tool t after its first SSE event (resumable)
+//	FAULT_PASSTHROUGH=1       --passthrough   serve a prompt and resources that fail on cue (passthrough.go)
+//	FAULT_LEGACY=1            --legacy        negotiate no revision after 2025-11-25 (no server/discover)
 //
 // FAULT_START_DELAY is applied before FAULT_EXIT_AT_START, so the two
 // together make a backend that is slow to crash. Bad values exit with 2.
@@ -43,6 +45,9 @@
 //	answered <action>                   the ask tool got the client's answer
 //	cut stream of call <tool> id=<id>   FAULT_HTTP_CUT_STREAM broke the call's connection
 //	resume last-event-id=<id>           a GET resumed a stream (with FAULT_HTTP_CUT_STREAM)
+//	subscribe <uri>                     resources/subscribe reached its handler (FAULT_PASSTHROUGH)
+//	cancelled subscribe <uri>           a subscription to fault://slow-sub was cancelled
+//	unsubscribe <uri>                   resources/unsubscribe reached its handler
 //
 // Tools: echo, slow, hang, huge, crash, fail, stderr, rich, progress,
 // add_tool, remove_tool, ask, calls and env; each one's description says

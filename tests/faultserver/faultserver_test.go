@@ -675,6 +675,8 @@ func TestParseConfig(t *testing.T) {
 		{"cut stream env", nil, env("FAULT_HTTP_CUT_STREAM", "slow"), config{cutStream: "slow"}, ""},
 		{"cut stream flag wins", []string{"--cut-stream", "echo"}, env("FAULT_HTTP_CUT_STREAM", "slow"), config{cutStream: "echo"}, ""},
 		{"stray argument", []string{"serve"}, env(), config{}, `unexpected argument "serve"`},
+		{"passthrough and legacy", []string{"--legacy"}, env("FAULT_PASSTHROUGH", "1"), config{passthrough: true, legacy: true}, ""},
+		{"bad passthrough", nil, env("FAULT_PASSTHROUGH", "yes please"), config{}, `FAULT_PASSTHROUGH "yes please": want 1 or 0`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseConfig(tc.args, tc.getenv)

@@ -33,7 +33,13 @@ type config struct {
 	stdoutGarbage bool
 	stateless     bool
 	cutStream     string
+	passthrough   bool
+	legacy        bool
 }
+
+// legacyVersions are the revisions FAULT_LEGACY negotiates: those of the
+// initialize handshake, where resources/subscribe is a request of its own.
+var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // parseConfig reads the FAULT_* variables through getenv and lets flags of
 // the same meaning override them.
@@ -56,6 +62,14 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if cfg.stateless, err = envBool(getenv, "FAULT_HTTP_STATELESS"); err != nil {
 		return cfg, err
 	}
+	if cfg.passthrough, err = envBool(getenv, "FAULT_PASSTHROUGH"); err != nil {
+		return cfg, err
+	}
+	if cfg.legacy, err = envBool(getenv, "FAULT_LEGACY"); err != nil {
+		return cfg, err
+	}
+	fs.BoolVar(&cfg.passthrough, "passthrough", cfg.passthrough, "serve a prompt and resources that fail on cue (passthrough.go)")
+	fs.BoolVar(&cfg.legacy, "legacy", cfg.legacy, "negotiate no revision after 2025-11-25")
 	fs.BoolVar(&cfg.stdoutGarbage, "stdout-garbage", cfg.stdoutGarbage, "write non-JSON lines to stdout (stdio only)")
 	fs.BoolVar(&cfg.stateless, "stateless", cfg.stateless, "serve HTTP without sessions, which protocol 2026-07-28 needs")
 	if err := fs.Parse(args); err != nil {
@@ -126,7 +140,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		if cfg.stdoutGarbage {
 			fmt.Fprintln(stderr, "faultserver: FAULT_STDOUT_GARBAGE ignored: it only applies to stdio")
 		}
-		err = serveHTTP(ctx, cfg, newServer(tp, events, stderr, nil), tp, stderr)
+		err = serveHTTP(ctx, cfg, newServer(cfg, tp, events, stderr, nil), tp, stderr)
 	} else {
 		err = serveStdio(ctx, cfg, tp, events, stdin, stdout, stderr)
 	}
@@ -148,7 +162,7 @@ func serveStdio(ctx context.Context, cfg config, tp *tap, events *eventLog, stdi
 	}
 	pr, pw := io.Pipe()
 	go tp.pump(stdin, pw)
-	srv := newServer(tp, events, stderr, g)
+	srv := newServer(cfg, tp, events, stderr, g)
 	err := srv.Run(ctx, &mcp.IOTransport{Reader: pr, Writer: out})
 	// The client closing stdin, or a signal, is how a stdio session ends.
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil {

@@ -75,10 +75,20 @@ type tools struct {
 	names map[string]bool
 }
 
-func newServer(tp *tap, events *eventLog, stderr io.Writer, g *garbage) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "faultserver", Version: "1.0.0"}, &mcp.ServerOptions{
+func newServer(cfg config, tp *tap, events *eventLog, stderr io.Writer, g *garbage) *mcp.Server {
+	opts := &mcp.ServerOptions{
 		Instructions: "A test backend that fails on request; see each tool's description.",
-	})
+	}
+	if cfg.passthrough {
+		passthroughOptions(opts, events)
+	}
+	if cfg.legacy {
+		opts.SupportedProtocolVersions = legacyVersions
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "faultserver", Version: "1.0.0"}, opts)
+	if cfg.passthrough {
+		addPassthrough(srv)
+	}
 	ts := &tools{srv: srv, tap: tp, events: events, stderr: stderr, garbage: g, png: tinyPNG(), names: map[string]bool{}}
 	add(ts, "echo", "Returns its text argument unchanged as one text content block.", ts.echo)
 	add(ts, "slow", "Sleeps for ms milliseconds, stopping early if the call is cancelled, then returns \"slept <ms>ms\".", ts.slow)
