@@ -13,7 +13,7 @@ import (
 type File struct {
 	f  *os.File
 	rc syscall.RawConn
-	// restore runs before the file closes: a socket shared with the
+	// restore runs after the file closes: a socket shared with the
 	// process's parent goes back to the mode it came in.
 	restore func()
 	closed  atomic.Bool
@@ -117,9 +117,10 @@ func (r *File) wrap(op string, err error) error {
 
 // Close closes the file; a Read or Write waiting on it returns.
 func (r *File) Close() error {
-	r.closed.Store(true)
-	if r.restore != nil {
+	first := !r.closed.Swap(true)
+	err := r.f.Close()
+	if first && r.restore != nil {
 		r.restore()
 	}
-	return r.f.Close()
+	return err
 }

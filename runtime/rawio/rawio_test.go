@@ -231,3 +231,52 @@ func TestReopenUnixConn(t *testing.T) {
 		t.Fatalf("ReadAll = %q, %v", got, err)
 	}
 }
+
+// A socket handed over nonblocking (its other holder polls it) is not
+// set blocking when the File closes: Close puts back the mode it found.
+func TestReopenSocketKeepsTheModeItCameIn(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	mine, peer := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "peer")
+	defer mine.Close()
+	defer peer.Close()
+	r, err := Reopen(mine, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !nonblocking(t, mine) {
+		t.Fatal("Close set a socket that came nonblocking to blocking mode")
+	}
+}
+
+// Closing twice sets a shared socket back once: the second Close must
+// not undo a mode its other holder chose in between.
+func TestReopenSocketRestoresOnce(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, peer := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "peer")
+	defer mine.Close()
+	defer peer.Close()
+	r, err := Reopen(mine, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if err := rawControl(mine, func(fd uintptr) { _ = syscall.SetNonblock(int(fd), true) }); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if !nonblocking(t, mine) {
+		t.Fatal("a second Close set the shared socket blocking again")
+	}
+}

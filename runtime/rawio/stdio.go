@@ -73,17 +73,31 @@ func dupSocket(f *os.File) (*File, error) {
 		return nil, fmt.Errorf("rawio: dup %s: %w", f.Name(), err)
 	}
 	syscall.CloseOnExec(fd)
+	flags, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
+	if e != 0 {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("rawio: %s: %w", f.Name(), e)
+	}
+	wasBlocking := flags&syscall.O_NONBLOCK == 0
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("rawio: %s: %w", f.Name(), err)
 	}
 	r, err := New(os.NewFile(uintptr(fd), f.Name()))
 	if err != nil {
-		_ = syscall.SetNonblock(fd, false)
+		if wasBlocking {
+			_ = syscall.SetNonblock(fd, false)
+		}
 		syscall.Close(fd)
 		return nil, err
 	}
-	r.restore = func() { _ = r.rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) }) }
+	// Set back through f once the duplicate is closed: Close then waits
+	// for the raw reads and writes still running on it, and one started
+	// after the mode went back would block its thread outside the
+	// scheduler's knowledge. A socket that came nonblocking stays so.
+	if wasBlocking {
+		r.restore = func() { _ = rawControl(f, func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) }) }
+	}
 	return r, nil
 }
 
