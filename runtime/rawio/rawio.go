@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // File is a pipe or socket read and written without the scheduler's
@@ -23,12 +24,24 @@ type File struct {
 // it would stall a thread the scheduler believes is running.
 var ErrBlocking = errors.New("rawio: file is in blocking mode")
 
+// ErrNotPolled is New's answer for a nonblocking file the runtime's
+// poller does not hold (os.NewFile of a descriptor that was blocking
+// then): a read finding nothing would have nothing to wait on.
+var ErrNotPolled = errors.New("rawio: file is not held by the runtime's poller")
+
 // New wraps f, which must be nonblocking and held by the poller, as the
 // ends of os.Pipe and net connections' files are. New takes f over: Close
-// closes it.
+// closes it. f's Fd must not be called afterwards: it puts f back into
+// blocking mode, and a raw read would then stall its thread.
 func New(f *os.File) (*File, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
+		return nil, err
+	}
+	// Only a file the poller holds takes deadlines; f has none to clear.
+	if err := f.SetReadDeadline(time.Time{}); errors.Is(err, os.ErrNoDeadline) {
+		return nil, ErrNotPolled
+	} else if err != nil {
 		return nil, err
 	}
 	var nonblock bool

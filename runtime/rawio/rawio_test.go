@@ -280,3 +280,27 @@ func TestReopenSocketRestoresOnce(t *testing.T) {
 		t.Fatal("a second Close set the shared socket blocking again")
 	}
 }
+
+// New refuses a nonblocking file the poller does not hold (os.NewFile
+// of a descriptor that was blocking then): its Read would find nothing
+// to wait on at the first EAGAIN and fail.
+func TestNewRefusesFilesThePollerDoesNotHold(t *testing.T) {
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	defer pr.Close()
+	defer pw.Close()
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(pr)
+	if err == nil {
+		_, err = r.Read(make([]byte, 1))
+		t.Fatalf("New accepted a file the poller does not hold; its Read on an empty pipe: %v", err)
+	}
+	if !errors.Is(err, ErrNotPolled) {
+		t.Fatalf("New = %v, want ErrNotPolled", err)
+	}
+}
