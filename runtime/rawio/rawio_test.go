@@ -304,3 +304,27 @@ func TestNewRefusesFilesThePollerDoesNotHold(t *testing.T) {
 		t.Fatalf("New = %v, want ErrNotPolled", err)
 	}
 }
+
+// A socket's duplicate is close-on-exec: a backend forked while kiln sets
+// up its stdio must not hold the client's socket.
+func TestReopenSocketDuplicateIsCloseOnExec(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, peer := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "peer")
+	defer mine.Close()
+	defer peer.Close()
+	r, err := Reopen(mine, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var flags uintptr
+	if err := rawControl(r.f, func(fd uintptr) { flags, _, _ = syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFD, 0) }); err != nil {
+		t.Fatal(err)
+	}
+	if flags&syscall.FD_CLOEXEC == 0 {
+		t.Fatal("the socket's duplicate is inherited by children kiln starts")
+	}
+}

@@ -66,13 +66,20 @@ func reopenPipe(fd uintptr, name string, flag int) (*File, error) {
 func dupSocket(f *os.File) (*File, error) {
 	var fd int
 	var err error
-	if cerr := rawControl(f, func(sfd uintptr) { fd, err = syscall.Dup(int(sfd)) }); cerr != nil {
+	// Close-on-exec from the start: kiln forks backends and workers while
+	// it sets up its stdio, and a child given the duplicate would hold the
+	// client's socket open past kiln's exit.
+	if cerr := rawControl(f, func(sfd uintptr) {
+		r, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, sfd, syscall.F_DUPFD_CLOEXEC, 0)
+		if fd = int(r); e != 0 {
+			err = e
+		}
+	}); cerr != nil {
 		return nil, cerr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rawio: dup %s: %w", f.Name(), err)
 	}
-	syscall.CloseOnExec(fd)
 	flags, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
 	if e != 0 {
 		syscall.Close(fd)
