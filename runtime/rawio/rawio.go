@@ -18,6 +18,10 @@ type File struct {
 	// process's parent goes back to the mode it came in.
 	restore func()
 	closed  atomic.Bool
+	// sock: reads and writes say MSG_DONTWAIT, so they never block even
+	// when another holder of a shared socket sets it back to blocking
+	// mode (Node, for one, restores its stdio's modes as it exits).
+	sock bool
 }
 
 // ErrBlocking is New's answer for a file in blocking mode: a raw read of
@@ -44,17 +48,19 @@ func New(f *os.File) (*File, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	var nonblock bool
+	var nonblock, sock bool
 	if err := rc.Control(func(fd uintptr) {
 		flags, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFL, 0)
 		nonblock = e == 0 && flags&syscall.O_NONBLOCK != 0
+		var st syscall.Stat_t
+		sock = syscall.Fstat(int(fd), &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFSOCK
 	}); err != nil {
 		return nil, err
 	}
 	if !nonblock {
 		return nil, ErrBlocking
 	}
-	return &File{f: f, rc: rc}, nil
+	return &File{f: f, rc: rc, sock: sock}, nil
 }
 
 // Read reads what the kernel holds, waiting for the file to become
@@ -65,9 +71,13 @@ func (r *File) Read(p []byte) (int, error) {
 	}
 	var n int
 	var errno syscall.Errno
+	read := sysRead
+	if r.sock {
+		read = sysRecv
+	}
 	err := r.rc.Read(func(fd uintptr) bool {
 		for {
-			r1, e := sysRead(fd, p)
+			r1, e := read(fd, p)
 			switch e {
 			case syscall.EINTR:
 				continue
@@ -94,9 +104,13 @@ func (r *File) Read(p []byte) (int, error) {
 func (r *File) Write(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno
+	write := sysWrite
+	if r.sock {
+		write = sysSend
+	}
 	err := r.rc.Write(func(fd uintptr) bool {
 		for n < len(p) {
-			r1, e := sysWrite(fd, p[n:])
+			r1, e := write(fd, p[n:])
 			switch e {
 			case 0:
 				n += r1

@@ -3,13 +3,17 @@ package rawio
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func rawPipe(t *testing.T) (r, w *File) {
@@ -326,5 +330,86 @@ func TestReopenSocketDuplicateIsCloseOnExec(t *testing.T) {
 	}
 	if flags&syscall.FD_CLOEXEC == 0 {
 		t.Fatal("the socket's duplicate is inherited by children kiln starts")
+	}
+}
+
+// A read of a shared socket that its other holder set back to blocking
+// mode (Node restores its stdio's modes as it exits) still waits in the
+// poller, not in the kernel on a thread the scheduler believes is
+// running: a garbage collection, which stops every running thread, would
+// wait for that one forever. The check runs in a process of its own, which
+// hangs when it fails.
+func TestSocketReadWaitsInThePollerWhenSetBlocking(t *testing.T) {
+	if os.Getenv("RAWIO_BLOCKED_SOCKET_CHILD") == "1" {
+		blockedSocketChild()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSocketReadWaitsInThePollerWhenSetBlocking$")
+	cmd.Env = append(os.Environ(), "RAWIO_BLOCKED_SOCKET_CHILD=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out.String())
+		}
+	case <-time.After(time.Minute): // a hang guard, not a timing assertion
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("collections hang while a raw read waits on a socket set back to blocking")
+	}
+}
+
+func blockedSocketChild() {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		panic(err)
+	}
+	mine, peer := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "peer")
+	defer peer.Close()
+	r, err := Reopen(mine, os.O_RDONLY)
+	if err != nil {
+		panic(err)
+	}
+	if err := rawControl(mine, func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) }); err != nil {
+		panic(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Read(make([]byte, 8))
+		done <- err
+	}()
+	for range 100 {
+		runtime.Gosched()
+		runtime.GC()
+	}
+	r.Close()
+	if err := <-done; !errors.Is(err, os.ErrClosed) {
+		panic(fmt.Sprintf("Read after Close: %v, want os.ErrClosed", err))
+	}
+}
+
+// Writes to a socket whose peer is gone fail with EPIPE, with the
+// description in either mode.
+func TestSocketWriteToAGonePeerFails(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, peer := os.NewFile(uintptr(fds[0]), "stdout"), os.NewFile(uintptr(fds[1]), "peer")
+	defer mine.Close()
+	w, err := Reopen(mine, os.O_WRONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	peer.Close()
+	if _, err := w.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("Write: %v, want EPIPE", err)
 	}
 }
