@@ -147,3 +147,45 @@ func TestStdioRestoresSharedSockets(t *testing.T) {
 		t.Error("kiln left the socket it was served on nonblocking after it exited")
 	}
 }
+
+// A client that closes its end of kiln's stdout but keeps stdin open ends
+// the session at kiln's next answer: before kiln wrote stdout raw, the
+// broken pipe's SIGPIPE killed it; raw writes get EPIPE instead, and kiln
+// must not go on serving calls nobody reads.
+func TestStdioEndsWhenTheClientStopsReading(t *testing.T) {
+	in, out := pipeEnds(t, true), pipeEnds(t, false)
+	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "version: 1\ngateway:\n  state_dir: %s\n  log_level: warn\n", t.TempDir()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(kilnBin(t), "serve", "--config", cfg)
+	cmd.Dir = repoRoot(t)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = in.kilns, out.kilns, testWriter{t, "kiln"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	in.kilns.Close()
+	out.kilns.Close()
+	out.kept.Close()
+	send := func(l string) {
+		t.Helper()
+		if _, err := fmt.Fprintln(in.mine, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if line, err := bufio.NewReader(out.mine).ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize answer %q, %v", line, err)
+	}
+	out.mine.Close()
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_tools","arguments":{"task_description":"echo"}}}`)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a hang guard, not a timing assertion
+		cmd.Process.Kill()
+		t.Fatal("kiln serve still running a minute after its client closed stdout")
+	}
+}

@@ -10,6 +10,6 @@
 // write on a nonblocking pipe or socket never blocks, so it needs none of
 // that state.
 //
-// Lifecycle: New (or Stdio for the process's own stdin and stdout) →
+// Lifecycle: New (or Reopen for the process's own stdin and stdout) →
 // Read/Write from any goroutines → Close.
 package rawio

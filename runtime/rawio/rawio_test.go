@@ -3,13 +3,17 @@ package rawio
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func rawPipe(t *testing.T) (r, w *File) {
@@ -229,5 +233,183 @@ func TestReopenUnixConn(t *testing.T) {
 	got, err := io.ReadAll(r)
 	if err != nil || string(got) != "hi" {
 		t.Fatalf("ReadAll = %q, %v", got, err)
+	}
+}
+
+// A socket handed over nonblocking (its other holder polls it) is not
+// set blocking when the File closes: Close puts back the mode it found.
+func TestReopenSocketKeepsTheModeItCameIn(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	mine, peer := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "peer")
+	defer mine.Close()
+	defer peer.Close()
+	r, err := Reopen(mine, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !nonblocking(t, mine) {
+		t.Fatal("Close set a socket that came nonblocking to blocking mode")
+	}
+}
+
+// Closing twice sets a shared socket back once: the second Close must
+// not undo a mode its other holder chose in between.
+func TestReopenSocketRestoresOnce(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, peer := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "peer")
+	defer mine.Close()
+	defer peer.Close()
+	r, err := Reopen(mine, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if err := rawControl(mine, func(fd uintptr) { _ = syscall.SetNonblock(int(fd), true) }); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if !nonblocking(t, mine) {
+		t.Fatal("a second Close set the shared socket blocking again")
+	}
+}
+
+// New refuses a nonblocking file the poller does not hold (os.NewFile
+// of a descriptor that was blocking then): its Read would find nothing
+// to wait on at the first EAGAIN and fail.
+func TestNewRefusesFilesThePollerDoesNotHold(t *testing.T) {
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	defer pr.Close()
+	defer pw.Close()
+	if err := syscall.SetNonblock(fds[0], true); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(pr)
+	if err == nil {
+		_, err = r.Read(make([]byte, 1))
+		t.Fatalf("New accepted a file the poller does not hold; its Read on an empty pipe: %v", err)
+	}
+	if !errors.Is(err, ErrNotPolled) {
+		t.Fatalf("New = %v, want ErrNotPolled", err)
+	}
+}
+
+// A socket's duplicate is close-on-exec: a backend forked while kiln sets
+// up its stdio must not hold the client's socket.
+func TestReopenSocketDuplicateIsCloseOnExec(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, peer := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "peer")
+	defer mine.Close()
+	defer peer.Close()
+	r, err := Reopen(mine, os.O_RDONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var flags uintptr
+	if err := rawControl(r.f, func(fd uintptr) { flags, _, _ = syscall.RawSyscall(syscall.SYS_FCNTL, fd, syscall.F_GETFD, 0) }); err != nil {
+		t.Fatal(err)
+	}
+	if flags&syscall.FD_CLOEXEC == 0 {
+		t.Fatal("the socket's duplicate is inherited by children kiln starts")
+	}
+}
+
+// A read of a shared socket that its other holder set back to blocking
+// mode (Node restores its stdio's modes as it exits) still waits in the
+// poller, not in the kernel on a thread the scheduler believes is
+// running: a garbage collection, which stops every running thread, would
+// wait for that one forever. The check runs in a process of its own, which
+// hangs when it fails.
+func TestSocketReadWaitsInThePollerWhenSetBlocking(t *testing.T) {
+	if os.Getenv("RAWIO_BLOCKED_SOCKET_CHILD") == "1" {
+		blockedSocketChild()
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSocketReadWaitsInThePollerWhenSetBlocking$")
+	cmd.Env = append(os.Environ(), "RAWIO_BLOCKED_SOCKET_CHILD=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out.String())
+		}
+	case <-time.After(time.Minute): // a hang guard, not a timing assertion
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("collections hang while a raw read waits on a socket set back to blocking")
+	}
+}
+
+func blockedSocketChild() {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		panic(err)
+	}
+	mine, peer := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "peer")
+	defer peer.Close()
+	r, err := Reopen(mine, os.O_RDONLY)
+	if err != nil {
+		panic(err)
+	}
+	if err := rawControl(mine, func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) }); err != nil {
+		panic(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Read(make([]byte, 8))
+		done <- err
+	}()
+	for range 100 {
+		runtime.Gosched()
+		runtime.GC()
+	}
+	r.Close()
+	if err := <-done; !errors.Is(err, os.ErrClosed) {
+		panic(fmt.Sprintf("Read after Close: %v, want os.ErrClosed", err))
+	}
+}
+
+// Writes to a socket whose peer is gone fail with EPIPE, with the
+// description in either mode.
+func TestSocketWriteToAGonePeerFails(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, peer := os.NewFile(uintptr(fds[0]), "stdout"), os.NewFile(uintptr(fds[1]), "peer")
+	defer mine.Close()
+	w, err := Reopen(mine, os.O_WRONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	peer.Close()
+	if _, err := w.Write([]byte("x")); !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("Write: %v, want EPIPE", err)
 	}
 }

@@ -66,24 +66,45 @@ func reopenPipe(fd uintptr, name string, flag int) (*File, error) {
 func dupSocket(f *os.File) (*File, error) {
 	var fd int
 	var err error
-	if cerr := rawControl(f, func(sfd uintptr) { fd, err = syscall.Dup(int(sfd)) }); cerr != nil {
+	// Close-on-exec from the start: kiln forks backends and workers while
+	// it sets up its stdio, and a child given the duplicate would hold the
+	// client's socket open past kiln's exit.
+	if cerr := rawControl(f, func(sfd uintptr) {
+		r, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, sfd, syscall.F_DUPFD_CLOEXEC, 0)
+		if fd = int(r); e != 0 {
+			err = e
+		}
+	}); cerr != nil {
 		return nil, cerr
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rawio: dup %s: %w", f.Name(), err)
 	}
-	syscall.CloseOnExec(fd)
+	flags, _, e := syscall.RawSyscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
+	if e != 0 {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("rawio: %s: %w", f.Name(), e)
+	}
+	wasBlocking := flags&syscall.O_NONBLOCK == 0
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("rawio: %s: %w", f.Name(), err)
 	}
 	r, err := New(os.NewFile(uintptr(fd), f.Name()))
 	if err != nil {
-		_ = syscall.SetNonblock(fd, false)
+		if wasBlocking {
+			_ = syscall.SetNonblock(fd, false)
+		}
 		syscall.Close(fd)
 		return nil, err
 	}
-	r.restore = func() { _ = r.rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) }) }
+	// Set back through f once the duplicate is closed: Close then waits
+	// for the raw reads and writes still running on it, and one started
+	// after the mode went back would block its thread outside the
+	// scheduler's knowledge. A socket that came nonblocking stays so.
+	if wasBlocking {
+		r.restore = func() { _ = rawControl(f, func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) }) }
+	}
 	return r, nil
 }
 

@@ -284,14 +284,32 @@ func checkedHTTP(h http.Handler) http.Handler {
 }
 
 // syncWriter serializes whole-line writes from the stdio server and from
-// kiln's stdio read loop.
+// kiln's stdio read loop, and closes failed at the first write that fails.
 type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu     sync.Mutex
+	w      io.Writer
+	err    error // the first failed write's; under mu
+	failed chan struct{}
+}
+
+func newSyncWriter(w io.Writer) *syncWriter {
+	return &syncWriter{w: w, failed: make(chan struct{})}
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.w.Write(p)
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+		close(s.failed)
+	}
+	return n, err
+}
+
+// failure is the first failed write's error, once failed is closed.
+func (s *syncWriter) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }

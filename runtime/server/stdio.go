@@ -20,7 +20,8 @@ import (
 // finish, as mcp-go's own queue did (32 workers and 100 queued).
 const stdioMaxCalls = 132
 
-// ServeStdio serves one client over in/out until ctx ends or in closes.
+// ServeStdio serves one client over in/out until ctx ends, in closes or a
+// write to out fails (that error is returned).
 //
 // kiln reads stdin itself: mcp-go's stdio server decodes every line five
 // times (a validity pass, three probes for responses to its own requests
@@ -47,7 +48,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		session <- ctx
 		return ctx
 	})
-	sw := &syncWriter{w: out}
+	sw := newSyncWriter(out)
 	lw := &lineWriter{w: sw, patch: withNotFoundURI}
 	pr, pw := io.Pipe()
 	listened := make(chan error, 1)
@@ -69,6 +70,12 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	var readErr error
 	select {
 	case readErr = <-loop.read:
+	case <-sw.failed:
+		// The client stopped reading (it went away, or closed its end of
+		// stdout): nothing more reaches it, so the session is over. kiln
+		// writes its stdout raw (package rawio), so a broken pipe is an
+		// error here, not the SIGPIPE that os.Stdout's writes raise.
+		readErr = fmt.Errorf("write to the client: %w", sw.failure())
 	case <-ctx.Done():
 		// A read blocked on stdin cannot be interrupted; like the SDK,
 		// kiln stops waiting for it.

@@ -3,14 +3,19 @@ package server
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilnmcp/kiln/runtime/rawio"
 )
 
 // TestScanRequestTopMembers: the read loop routes on what the envelope
@@ -146,4 +151,40 @@ func TestStdioReadsOnWhileAnAnswerWaits(t *testing.T) {
 	inW.Close()
 	<-l.read
 	l.stop()
+}
+
+// TestServeStdioEndsWhenTheClientStopsReading: a client that closed its
+// end of kiln's stdout but not of its stdin can no longer be answered, so
+// the session ends with the write's error (as raw stdout, package rawio,
+// reports EPIPE instead of killing kiln with SIGPIPE) instead of serving
+// calls nobody reads until stdin ends.
+func TestServeStdioEndsWhenTheClientStopsReading(t *testing.T) {
+	s := newStdioTestServer(t, slog.New(slog.DiscardHandler))
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer inW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR.Close()
+	out, err := rawio.New(outW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	served := make(chan error, 1)
+	go func() { served <- s.ServeStdio(t.Context(), inR, out) }()
+	fmt.Fprint(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_info","arguments":{"tool_name":"everything.get-sum"}}}`+"\n")
+	select {
+	case err := <-served:
+		if !errors.Is(err, syscall.EPIPE) {
+			t.Fatalf("ServeStdio = %v, want EPIPE", err)
+		}
+	case <-time.After(time.Minute): // a hang guard, not a timing assertion
+		t.Fatal("ServeStdio still serving a minute after its client stopped reading")
+	}
 }

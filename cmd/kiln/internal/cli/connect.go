@@ -88,15 +88,37 @@ func relay(conn *daemon.Conn, id daemon.Identity, stdin io.Reader, stdout, stder
 		}
 		_ = conn.CloseWrite()
 	}()
-	_, err := io.Copy(stdout, conn.R)
+	out := &recordingWriter{w: stdout}
+	_, err := io.Copy(out, conn.R)
 	if clientDone.Load() {
 		return exitOK
+	}
+	if out.err != nil {
+		// stdout is written raw (rawStdio): a client that stopped reading
+		// is an EPIPE here, where os.Stdout's SIGPIPE ended kiln at once.
+		fmt.Fprintf(stderr, "kiln connect: the client stopped reading kiln's answers (%v)\n", out.err)
+		return exitFail
 	}
 	if err == nil || errors.Is(err, net.ErrClosed) {
 		err = errors.New("connection closed")
 	}
 	fmt.Fprintf(stderr, "kiln connect: the kiln daemon (pid %d) ended the session while the client was still connected (%v): it stopped or crashed; its log is %s. Start the client again to start a new daemon.\n", conn.Pid, err, id.Log)
 	return exitFail
+}
+
+// recordingWriter keeps the error of its last failed write: it tells the
+// client's end failing from the daemon's in io.Copy's single error.
+type recordingWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *recordingWriter) Write(p []byte) (int, error) {
+	n, err := r.w.Write(p)
+	if err != nil {
+		r.err = err
+	}
+	return n, err
 }
 
 // dialOrStart connects to the daemon, starting it when none answers. Of

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
+	"net"
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/kilnmcp/kiln/runtime/daemon"
 	"github.com/kilnmcp/kiln/runtime/rawio"
 )
 
@@ -60,5 +64,49 @@ func TestRawStdio(t *testing.T) {
 	buf := make([]byte, 2)
 	if n, err := pr.Read(buf); err != nil || string(buf[:n]) != "xy" {
 		t.Fatalf("the original stdin after release read %q, %v; want \"xy\"", buf[:n], err)
+	}
+}
+
+// A client that closes kiln connect's stdout while the daemon answers is
+// told apart from the daemon ending the session: the relay ends, saying
+// the client stopped reading, not that the daemon stopped or crashed.
+func TestRelayEndsWhenTheClientStopsReading(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := os.NewFile(uintptr(fds[0]), "relay")
+	fc, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemonEnd := os.NewFile(uintptr(fds[1]), "daemon")
+	defer daemonEnd.Close()
+	uc := fc.(*net.UnixConn)
+	defer uc.Close()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	defer inW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR.Close()
+	out, err := rawio.New(outW)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if _, err := daemonEnd.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	code := relay(&daemon.Conn{UnixConn: uc, R: bufio.NewReader(uc)}, daemon.Identity{}, inR, out, &stderr)
+	if code != exitFail || !strings.Contains(stderr.String(), "the client stopped reading") {
+		t.Fatalf("relay = %d, stderr %q; want %d and the client named", code, stderr.String(), exitFail)
 	}
 }
