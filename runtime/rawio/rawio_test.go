@@ -413,3 +413,28 @@ func TestSocketWriteToAGonePeerFails(t *testing.T) {
 		t.Fatalf("Write: %v, want EPIPE", err)
 	}
 }
+
+// A pipe end asked for the other direction is refused: reopened through
+// /proc it would turn into the direction asked for, and a stdin that is a
+// pipe's write end would wait on kiln's own pipe instead of failing.
+func TestReopenRefusesAPipeEndTheOtherWay(t *testing.T) {
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(fds[0]), "r"), os.NewFile(uintptr(fds[1]), "w")
+	defer r.Close()
+	defer w.Close()
+	if f, err := Reopen(w, os.O_RDONLY); !errors.Is(err, ErrWrongWay) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("Reopen(write end, O_RDONLY) = %v, want ErrWrongWay", err)
+	}
+	if f, err := Reopen(r, os.O_WRONLY); !errors.Is(err, ErrWrongWay) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("Reopen(read end, O_WRONLY) = %v, want ErrWrongWay", err)
+	}
+}

@@ -12,6 +12,18 @@ import (
 // os package's blocking reads.
 var ErrNotStream = errors.New("rawio: not a pipe or a socket")
 
+// ErrWrongWay is Reopen's answer for a pipe end asked for the other
+// direction (stdin that is a pipe's write end): f's own reads fail as
+// they should, where a reopened end would wait forever.
+var ErrWrongWay = errors.New("rawio: pipe end open the other way")
+
+func accessWord(flag int) string {
+	if flag&syscall.O_ACCMODE == syscall.O_WRONLY {
+		return "writing"
+	}
+	return "reading"
+}
+
 // Reopen returns a raw File on the pipe or socket f (the process's stdin
 // or stdout) without changing f, for reading (os.O_RDONLY) or writing
 // (os.O_WRONLY).
@@ -37,8 +49,17 @@ func Reopen(f *os.File, flag int) (*File, error) {
 	}
 	switch st.Mode & syscall.S_IFMT {
 	case syscall.S_IFIFO:
-		var fd uintptr
-		_ = rc.Control(func(sfd uintptr) { fd = sfd })
+		var fd, mode uintptr
+		_ = rc.Control(func(sfd uintptr) {
+			fd = sfd
+			mode, _, _ = syscall.RawSyscall(syscall.SYS_FCNTL, sfd, syscall.F_GETFL, 0)
+		})
+		// A pipe opened anew can go either way: the read end of stdout
+		// would be reopened for writing, and kiln would wait on a pipe
+		// of its own instead of failing as it does on f.
+		if have := int(mode) & syscall.O_ACCMODE; have != syscall.O_RDWR && have != flag&syscall.O_ACCMODE {
+			return nil, fmt.Errorf("%w: %s is not open for %s", ErrWrongWay, f.Name(), accessWord(flag))
+		}
 		return reopenPipe(fd, f.Name(), flag)
 	case syscall.S_IFSOCK:
 		return dupSocket(f)
