@@ -63,11 +63,16 @@ func snapshotCreateTool(w *Workspace, ctx context.Context, raw json.RawMessage) 
 		return toolcall.Errorf("snapshot_create: %s", errText(err))
 	}
 	lock, err := lockPartial(tmp)
-	if err != nil {
+	switch {
+	case err == nil:
+		defer lock.Close()
+	case errors.Is(err, errNoLocks):
+		// The copy goes on unlocked; Open then never takes its folder
+		// for a dead create's.
+	default:
 		_ = os.RemoveAll(tmp)
 		return toolcall.Errorf("snapshot_create: %s", errText(err))
 	}
-	defer lock.Close()
 	files, size, err := w.copyOut(ctx, tmp, lim)
 	if err == nil {
 		if err = renameNoReplace(tmp, dst, filepath.Join(w.cfg.StateDir, "snapshots.lock")); errors.Is(err, fs.ErrExist) {
@@ -96,17 +101,40 @@ const partialGrace = time.Minute
 // it, so a partial folder whose lock is free is a dead create's, whether
 // it was this kiln's or another's sharing the state folder; flock locks
 // of two descriptors conflict within one process too.
+// On a file system that cannot lock it fails with errNoLocks.
 func lockPartial(dir string) (*os.File, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
+		if locksUnsupported(err) {
+			err = errNoLocks
+		}
 		return nil, &os.PathError{Op: "flock", Path: dir, Err: err}
 	}
 	return f, nil
 }
+
+// errNoLocks is a flock the file system refused as such, not because
+// another holds the lock.
+var errNoLocks = errors.New("the file system takes no flock locks")
+
+// locksUnsupported reports whether err, from flock, says the file system
+// cannot lock the file: NFS emulates flock with POSIX locks, which refuse
+// an exclusive lock on a descriptor not open for writing (a folder never
+// is) with EBADF, and a mount without a lock manager answers ENOLCK; some
+// FUSE file systems answer EOPNOTSUPP or EINVAL. Such file systems are
+// also the ones without RENAME_NOREPLACE (older NFS, FUSE), where the
+// locks are needed most, so a refusal must not fail snapshot_create.
+func locksUnsupported(err error) bool {
+	return errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOLCK) || errors.Is(err, unix.EOPNOTSUPP) ||
+		errors.Is(err, unix.EINVAL)
+}
+
+// flock is unix.Flock, replaced in tests by a file system without locks.
+var flock = unix.Flock
 
 // renameat2 is unix.Renameat2, replaced in tests by a file system
 // without RENAME_NOREPLACE.
@@ -136,19 +164,26 @@ func renameNoReplace(tmp, dst, lock string) error {
 // state folder takes for this, in this kiln or another. The lock file is
 // never removed: a create locking a removed file and one locking its
 // replacement would not exclude each other.
+//
+// On a file system that takes no locks the check and the rename run
+// unlocked: two creates of one name of an empty tree finishing in the same
+// instant may then both succeed, the one case left, rather than every
+// create failing there.
 func renameLocked(tmp, dst, lock string) error {
-	f, err := os.OpenFile(lock, os.O_RDONLY|os.O_CREATE, 0o600)
+	// Open for writing: NFS grants an exclusive flock (a POSIX lock
+	// there) only on a descriptor open for writing.
+	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		err = flock(int(f.Fd()), unix.LOCK_EX)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}
-	if err != nil {
+	if err != nil && !locksUnsupported(err) {
 		return &os.PathError{Op: "flock", Path: lock, Err: err}
 	}
 	switch _, err := os.Lstat(dst); {
@@ -276,7 +311,9 @@ func (w *Workspace) removeDeadPartials() {
 		p := filepath.Join(w.snapDir(), e.Name())
 		lock, err := lockPartial(p)
 		if err != nil {
-			continue // a live create's, or gone
+			// A live create's, or gone; or the file system takes no
+			// locks, and a live create's cannot be told from a dead one's.
+			continue
 		}
 		err = os.RemoveAll(p)
 		lock.Close()

@@ -245,3 +245,52 @@ func TestOpenRemovesCrashedPartials(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotCreateWithoutLocks: on a file system that takes no flock
+// locks (NFS refuses an exclusive one on a folder with EBADF, a mount
+// without a lock manager answers ENOLCK) every snapshot_create failed once
+// creates locked their partial folder, and so did the rename fallback of
+// the file systems without RENAME_NOREPLACE, the same ones. A create now
+// goes on unlocked there, and Open keeps a partial folder it cannot tell
+// from a live create's.
+func TestSnapshotCreateWithoutLocks(t *testing.T) {
+	savedFlock, savedRename := flock, renameat2
+	t.Cleanup(func() { flock, renameat2 = savedFlock, savedRename })
+	for _, errno := range []unix.Errno{unix.EBADF, unix.ENOLCK, unix.EOPNOTSUPP} {
+		for _, noReplace := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%v, RENAME_NOREPLACE %v", errno, noReplace), func(t *testing.T) {
+				flock = func(int, int) error { return errno }
+				renameat2 = savedRename
+				if !noReplace {
+					renameat2 = func(int, string, int, string, uint) error { return unix.EINVAL }
+				}
+				f := newFixture(t, nil)
+				f.write("a.txt", "a")
+				f.expectOK("snapshot_create", map[string]any{"name": "one"})
+				if text, isErr := f.call("snapshot_create", map[string]any{"name": "one"}); !isErr || !strings.Contains(text, "exists already") {
+					t.Errorf("a second create of one name said %q (error %v), want that it exists already", text, isErr)
+				}
+				if _, err := os.Lstat(filepath.Join(f.w.snapDir(), "one", "a.txt")); err != nil {
+					t.Errorf("the snapshot lacks a.txt: %v", err)
+				}
+				partial := filepath.Join(f.w.snapDir(), "two.123"+partialSuffix)
+				if err := os.Mkdir(partial, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				old := time.Now().Add(-time.Hour)
+				if err := os.Chtimes(partial, old, old); err != nil {
+					t.Fatal(err)
+				}
+				cfg := f.w.cfg
+				w, err := Open(&config.Backend{Name: "repo", Transport: config.TransportWorkspace, Workspace: &cfg}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+				if _, err := os.Lstat(partial); err != nil {
+					t.Errorf("Open removed a partial folder it could not lock: %v", err)
+				}
+			})
+		}
+	}
+}
