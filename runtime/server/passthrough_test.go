@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,8 @@ type fakeBackends struct {
 	seen func(ctx context.Context, call string)
 	// subErr, when set, fails every subscribe (a backend down).
 	subErr error
+	// promptErr, when set, fails every prompts/get (a backend's answer).
+	promptErr error
 }
 
 func (f *fakeBackends) log(s string) {
@@ -65,6 +68,9 @@ func (f *fakeBackends) ReadResource(_ context.Context, b, uri string) (json.RawM
 
 func (f *fakeBackends) GetPrompt(_ context.Context, b, prompt string, args map[string]string) (json.RawMessage, error) {
 	f.log("prompt " + b + " " + prompt + " " + args["who"])
+	if f.promptErr != nil {
+		return nil, f.promptErr
+	}
 	return json.RawMessage(`{"description":"hi","messages":[{"role":"user","content":{"type":"text","text":"hello ` + args["who"] + `","annotations":{"priority":1},"x-extra":true}}]}`), nil
 }
 
@@ -682,5 +688,46 @@ func TestBackendLogsKeepTheClientsLevel(t *testing.T) {
 		if diff := cmp.Diff(c.want, got(c.sess)); diff != "" {
 			t.Errorf("%s: messages (-want +got):\n%s", c.sess.id, diff)
 		}
+	}
+}
+
+// TestRelayKeepsHopErrors: a backend's JSON-RPC error for a prompts/get
+// is the client's to see with its own code, unless the code is about
+// kiln's request to the backend: relayed, -32022 told a client that kiln
+// refused its protocol version (HTTP 400 on 2026-07-28), -32601 that kiln
+// has no prompts/get. Those stay -32603 with the backend's message.
+func TestRelayKeepsHopErrors(t *testing.T) {
+	for _, tt := range []struct {
+		code    int
+		relayed bool
+	}{
+		{mcp.INVALID_PARAMS, true},
+		{mcp.RESOURCE_NOT_FOUND, true},
+		{-32050, true}, // a backend's own code
+		{mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, true},
+		{mcp.PARSE_ERROR, false},
+		{mcp.INVALID_REQUEST, false},
+		{mcp.METHOD_NOT_FOUND, false},
+		{mcp.HEADER_MISMATCH, false},
+		{mcp.UNSUPPORTED_PROTOCOL_VERSION, false},
+	} {
+		t.Run(strconv.Itoa(tt.code), func(t *testing.T) {
+			s, f := newPassthroughServer(t)
+			f.promptErr = &backend.RemoteError{Backend: "beta", Code: tt.code, Message: "backend says no"}
+			slot := &relayed{}
+			ctx := context.WithValue(t.Context(), relayKey{}, slot)
+			out := s.mcp.HandleMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"beta__greet"}}`))
+			raw, _ := json.Marshal(out)
+			if !strings.Contains(string(raw), "backend says no") {
+				t.Fatalf("the answer lost the backend's message: %s", raw)
+			}
+			got := slot.get()
+			switch {
+			case tt.relayed && (got == nil || got.Code != tt.code):
+				t.Errorf("relayed %+v, want code %d", got, tt.code)
+			case !tt.relayed && got != nil:
+				t.Errorf("relayed %+v, want the backend's %d kept from the client", got, tt.code)
+			}
+		})
 	}
 }
