@@ -430,6 +430,7 @@ func snapshotRestoreTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
 		return toolcall.Errorf("snapshot_restore: no snapshot %q; list them with snapshot_list", a.ID)
 	}
+	keepGit := gitLeftOut(src) && !emptyDir(filepath.Join(w.root.dir, ".git"))
 	// Empty the root: RemoveAll never follows symlinks, so a link to
 	// outside is removed, not what it points at.
 	ents, err := os.ReadDir(w.root.dir)
@@ -437,6 +438,9 @@ func snapshotRestoreTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 		return toolcall.Errorf("snapshot_restore: %s", errText(err))
 	}
 	for _, e := range ents {
+		if keepGit && e.Name() == ".git" {
+			continue
+		}
 		if err := os.RemoveAll(filepath.Join(w.root.dir, e.Name())); err != nil {
 			return toolcall.Errorf("snapshot_restore: emptying the root: %s", errText(err))
 		}
@@ -450,6 +454,9 @@ func snapshotRestoreTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
+		if keepGit && rel == ".git" {
+			return fs.SkipDir
+		}
 		info, err := d.Info()
 		if err != nil {
 			return err
@@ -491,5 +498,28 @@ func snapshotRestoreTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 	if err != nil {
 		return toolcall.Errorf("snapshot_restore stopped part way (%s); the tree may be incomplete, run snapshot_restore again", errText(err))
 	}
+	if keepGit {
+		return toolcall.Text(fmt.Sprintf("Restored snapshot %q: %d files. The repository's .git was left as it is: this snapshot was made by an older kiln, which did not copy .git, so it holds no history to restore.", a.ID, files))
+	}
 	return toolcall.Text(fmt.Sprintf("Restored snapshot %q: %d files", a.ID, files))
+}
+
+// gitLeftOut reports whether snapshot src holds an empty .git folder: one
+// made before snapshots copied .git (the Glob/Grep walk they used skipped
+// its contents). Restoring it as it is would delete the repository's
+// history, so the live .git stays.
+func gitLeftOut(src string) bool {
+	fi, err := os.Lstat(filepath.Join(src, ".git"))
+	return err == nil && fi.IsDir() && emptyDir(filepath.Join(src, ".git"))
+}
+
+// emptyDir reports whether dir is a folder (not a link to one) holding
+// nothing; a missing or unreadable folder counts as empty.
+func emptyDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return true
+	}
+	ents, err := os.ReadDir(dir)
+	return err != nil || len(ents) == 0
 }

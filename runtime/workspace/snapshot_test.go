@@ -137,6 +137,41 @@ func TestSnapshotKeepsGit(t *testing.T) {
 	}
 }
 
+// TestRestoreOfAnOldSnapshotKeepsGit: a snapshot made before snapshots
+// copied .git holds an empty .git folder; restoring it emptied the root,
+// .git included, and so deleted the repository's history. The live .git
+// now stays, and the answer says why; the rest of the tree is restored.
+func TestRestoreOfAnOldSnapshotKeepsGit(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(".git/HEAD", "ref: refs/heads/main\n")
+	f.write("a.txt", "now")
+	f.write("new.txt", "made after the snapshot")
+	old := filepath.Join(f.w.snapDir(), "old")
+	for _, d := range []string{".git", "src"} {
+		if err := os.MkdirAll(filepath.Join(old, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(old, "a.txt"), []byte("then"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := f.expectOK("snapshot_restore", map[string]any{"id": "old"})
+	if !strings.Contains(text, ".git was left as it is") {
+		t.Errorf("restore said %q, want it to say the repository's .git was kept", text)
+	}
+	for rel, want := range map[string]string{".git/HEAD": "ref: refs/heads/main\n", "a.txt": "then"} {
+		if got, err := os.ReadFile(filepath.Join(f.root, rel)); err != nil || string(got) != want {
+			t.Errorf("after restore %s = %q (%v), want %q", rel, got, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(f.root, "new.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a file made after the snapshot survived its restore (%v)", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(f.root, "src")); err != nil || !fi.IsDir() {
+		t.Errorf("the snapshot's folder src was not restored (%v)", err)
+	}
+}
+
 // TestSnapshotLimits: snapshot_create copied a tree of any size into the
 // state folder. Past snapshot_max_size or snapshot_max_files it now fails
 // before copying, saying what it found, the limit and the key to raise,
