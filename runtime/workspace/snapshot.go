@@ -221,6 +221,8 @@ type limitError struct {
 	// grew says the tree passed the limit while it was copied, after
 	// measuring found it within; found is then unknown.
 	grew bool
+	// git is the part of found that .git folders hold.
+	git int64
 }
 
 func (e *limitError) Error() string {
@@ -237,6 +239,15 @@ func (w *Workspace) snapErr(err error) *toolcall.Result {
 	found, limit := strconv.FormatInt(le.found, 10)+" files, folders and links", strconv.FormatInt(le.limit, 10)
 	if le.key == "snapshot_max_size" {
 		found, limit = showBytes(le.found)+" of file content", showBytes(le.limit)
+	}
+	// A model told to delete what need not be kept must not take .git
+	// for that: the limit counts it since snapshots copy it.
+	if le.git > 0 {
+		part := strconv.FormatInt(le.git, 10)
+		if le.key == "snapshot_max_size" {
+			part = showBytes(le.git)
+		}
+		found += " (" + part + " of it in .git, the repository's history: keep it)"
 	}
 	state := "holds " + found + ", over"
 	if le.grew {
@@ -263,15 +274,22 @@ func showBytes(n int64) string {
 // it is past lim, before anything is written. It walks to the end to say
 // how large the tree is: only stat calls, cheap beside the copy refused.
 func (w *Workspace) measure(ctx context.Context, lim snapLimits) error {
-	var entries, size int64
-	err := w.root.walk(ctx, ".", false, 0, func(_ string, d fs.DirEntry) error {
+	var entries, size, gitEntries, gitSize int64
+	err := w.root.walk(ctx, ".", false, 0, func(rel string, d fs.DirEntry) error {
 		if !copied(d) {
 			return nil
 		}
+		inGit := inGitDir(rel)
 		entries++
+		if inGit {
+			gitEntries++
+		}
 		if d.Type().IsRegular() {
 			if info, err := d.Info(); err == nil {
 				size += info.Size()
+				if inGit {
+					gitSize += info.Size()
+				}
 			}
 		}
 		return nil
@@ -280,11 +298,22 @@ func (w *Workspace) measure(ctx context.Context, lim snapLimits) error {
 	case err != nil:
 		return err
 	case size > lim.bytes:
-		return &limitError{key: "snapshot_max_size", found: size, limit: lim.bytes}
+		return &limitError{key: "snapshot_max_size", found: size, limit: lim.bytes, git: gitSize}
 	case entries > int64(lim.entries):
-		return &limitError{key: "snapshot_max_files", found: entries, limit: int64(lim.entries)}
+		return &limitError{key: "snapshot_max_files", found: entries, limit: int64(lim.entries), git: gitEntries}
 	}
 	return nil
+}
+
+// inGitDir reports whether rel, a path relative to the root, is a .git
+// folder or lies in one.
+func inGitDir(rel string) bool {
+	for part := range strings.SplitSeq(filepath.ToSlash(rel), "/") {
+		if part == ".git" {
+			return true
+		}
+	}
+	return false
 }
 
 // copied reports whether a snapshot copies d: sockets, fifos and devices

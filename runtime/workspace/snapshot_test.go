@@ -210,6 +210,38 @@ func TestSnapshotLimits(t *testing.T) {
 	}
 }
 
+// TestSnapshotLimitNamesGit: since snapshots copy .git, the limits count
+// it, and the refusal told the model to delete what need not be kept
+// without saying that .git may be most of it, inviting it to delete the
+// history. The refusal now says how much .git holds and to keep it.
+func TestSnapshotLimitNamesGit(t *testing.T) {
+	f := newFixture(t, func(c *config.Workspace) { c.SnapshotMaxSize, c.SnapshotMaxFiles = 1000, 20 })
+	f.write(".git/objects/pack/p.pack", strings.Repeat("x", 900))
+	f.write("a.txt", strings.Repeat("x", 300))
+	text := f.expectErr("snapshot_create", map[string]any{"name": "s"}, "1200 bytes")
+	if !strings.Contains(text, "900 bytes of it in .git") || !strings.Contains(text, "keep it") {
+		t.Errorf("snapshot_create = %q, want it to say .git holds 900 bytes and is to be kept", text)
+	}
+	if err := os.Remove(filepath.Join(f.root, ".git/objects/pack/p.pack")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		f.write(fmt.Sprintf(".git/refs/r%d", i), "x")
+	}
+	// .git, objects, pack, refs and 30 refs: 34 entries; a.txt: 35.
+	text = f.expectErr("snapshot_create", map[string]any{"name": "s"}, "35 files, folders and links")
+	if !strings.Contains(text, "(34 of it in .git") {
+		t.Errorf("snapshot_create = %q, want it to say .git holds 34 entries", text)
+	}
+	if err := os.RemoveAll(filepath.Join(f.root, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	f.write("b.txt", strings.Repeat("x", 900))
+	if text := f.expectErr("snapshot_create", map[string]any{"name": "s"}, "1200 bytes"); strings.Contains(text, ".git") {
+		t.Errorf("snapshot_create = %q, mentions a .git the tree lacks", text)
+	}
+}
+
 // TestSnapshotLimitWhileCopying: the copy keeps to the limits itself, as
 // the tree may grow between measuring and copying: it stops at the limit
 // and says the tree grew.
