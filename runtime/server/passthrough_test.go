@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -729,5 +731,79 @@ func TestRelayKeepsHopErrors(t *testing.T) {
 				t.Errorf("relayed %+v, want the backend's %d kept from the client", got, tt.code)
 			}
 		})
+	}
+}
+
+// TestStdioCancelRightAfterSubscribe: a stdio client cancels its
+// resources/subscribe on the very next line. The SDK serves the request on
+// a goroutine of its own, so the read loop could pass the cancellation on
+// before the subscribe was tracked, and it was lost: kiln subscribed
+// upstream for a request its client had given up. The loop now announces
+// the request first, and a cancellation that comes before it is tracked
+// still cancels it. Run many times: which of the two comes first varies.
+func TestStdioCancelRightAfterSubscribe(t *testing.T) {
+	for i := range 20 {
+		s, f := newPassthroughServer(t)
+		// The backend's subscribe lasts until it is canceled: a lost
+		// cancellation leaves it waiting, and then subscribed.
+		f.seen = func(ctx context.Context, call string) {
+			if strings.HasPrefix(call, "subscribe ") {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Second):
+				}
+			}
+		}
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- s.ServeStdio(t.Context(), inR, outW) }()
+		answers := bufio.NewReader(outR)
+		// await reads answers until each of ids has one, in any order.
+		await := func(ids ...string) {
+			t.Helper()
+			for len(ids) > 0 {
+				line, err := answers.ReadString('\n')
+				if err != nil {
+					t.Fatalf("round %d: no answer to %v: %v", i, ids, err)
+				}
+				ids = slices.DeleteFunc(ids, func(id string) bool { return strings.Contains(line, `"id":`+id) })
+			}
+		}
+		go func() {
+			_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+		}()
+		await("0")
+		go func() {
+			_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+				`{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":"beta://only"}}`+"\n"+
+				`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub"}}`+"\n"+
+				// The SDK refuses params of the wrong shape; its
+				// announcement must not stay behind.
+				`{"jsonrpc":"2.0","id":"bad","method":"resources/subscribe","params":{"uri":7}}`+"\n")
+		}()
+		await(`"sub"`, `"bad"`)
+		go func() { _, _ = io.Copy(io.Discard, answers) }()
+		f.mu.Lock()
+		calls := slices.Clone(f.calls)
+		f.mu.Unlock()
+		if len(calls) > 0 && !slices.Contains(calls, "unsubscribe beta beta://only") {
+			t.Errorf("round %d: a subscribe canceled on the next line stayed subscribed at the backend: %v", i, calls)
+		}
+		if uris := s.pass.subs.uris("stdio"); len(uris) > 0 {
+			t.Errorf("round %d: the session counts as subscribed to %v", i, uris)
+		}
+		s.pass.pending.mu.Lock()
+		left := len(s.pass.pending.all) + len(s.pass.pending.announced)
+		s.pass.pending.mu.Unlock()
+		if left > 0 {
+			t.Errorf("round %d: pending requests left behind: %v %v", i, s.pass.pending.all, s.pass.pending.announced)
+		}
+		inW.Close()
+		<-served
+		outW.Close()
+		if t.Failed() {
+			return
+		}
 	}
 }
