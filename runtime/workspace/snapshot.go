@@ -100,8 +100,8 @@ const partialGrace = time.Minute
 // the folder is renamed or removed. A create that dies (kill -9) drops
 // it, so a partial folder whose lock is free is a dead create's, whether
 // it was this kiln's or another's sharing the state folder; flock locks
-// of two descriptors conflict within one process too.
-// On a file system that cannot lock it fails with errNoLocks.
+// of two descriptors conflict within one process too. On a file system
+// that takes no such lock it fails with errNoLocks.
 func lockPartial(dir string) (*os.File, error) {
 	f, err := os.Open(dir)
 	if err != nil {
@@ -125,9 +125,9 @@ var errNoLocks = errors.New("the file system takes no flock locks")
 // cannot lock the file: NFS emulates flock with POSIX locks, which refuse
 // an exclusive lock on a descriptor not open for writing (a folder never
 // is) with EBADF, and a mount without a lock manager answers ENOLCK; some
-// FUSE file systems answer EOPNOTSUPP or EINVAL. Such file systems are
-// also the ones without RENAME_NOREPLACE (older NFS, FUSE), where the
-// locks are needed most, so a refusal must not fail snapshot_create.
+// FUSE file systems answer EOPNOTSUPP or EINVAL. They are also the file
+// systems without RENAME_NOREPLACE (older NFS, FUSE): failing on such a
+// refusal failed every snapshot_create there.
 func locksUnsupported(err error) bool {
 	return errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOLCK) || errors.Is(err, unix.EOPNOTSUPP) ||
 		errors.Is(err, unix.EINVAL)
