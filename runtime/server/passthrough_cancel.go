@@ -24,10 +24,57 @@ var (
 type pendingSubs struct {
 	mu  sync.Mutex
 	all map[string]map[string]*context.CancelCauseFunc // session -> id -> cancel
+	// announced holds the requests the stdio read loop passed to the SDK
+	// and the hook has not tracked yet, true once canceled: the SDK serves
+	// each on a goroutine of its own, so a notifications/cancelled on the
+	// next line could be read before the request is tracked, and was lost.
+	announced map[string]map[string]bool // session -> id -> canceled
+}
+
+// announce notes a subscription request of session that the hook will
+// track (or forget), so a cancellation read before then is kept for it.
+func (t *pendingSubs) announce(session string, id json.RawMessage) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.announced == nil {
+		t.announced = map[string]map[string]bool{}
+	}
+	if t.announced[session] == nil {
+		t.announced[session] = map[string]bool{}
+	}
+	// A request the SDK never hands the hook would stay announced until
+	// its session ends; the cap bounds what a client sending such lines
+	// can pile up.
+	if len(t.announced[session]) < maxAnnounced {
+		t.announced[session][string(id)] = false
+	}
+}
+
+// maxAnnounced bounds one session's announced requests.
+const maxAnnounced = 256
+
+// forget drops the announcement of a request the hook does not track
+// (one the SDK refuses in its protocol era) and reports whether it was
+// canceled meanwhile; the caller holds mu.
+func (t *pendingSubs) forget(session, key string) (canceled bool) {
+	canceled = t.announced[session][key]
+	delete(t.announced[session], key)
+	if len(t.announced[session]) == 0 {
+		delete(t.announced, session)
+	}
+	return canceled
+}
+
+// unannounce is forget for the hook.
+func (t *pendingSubs) unannounce(session string, id json.RawMessage) {
+	t.mu.Lock()
+	t.forget(session, string(id))
+	t.mu.Unlock()
 }
 
 // track returns ctx made cancelable by cancel and sessionEnded, and the
-// func that forgets it once the request is answered.
+// func that forgets it once the request is answered. A request canceled
+// since it was announced starts canceled.
 func (t *pendingSubs) track(ctx context.Context, session string, id json.RawMessage) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	h := &cancel
@@ -40,6 +87,9 @@ func (t *pendingSubs) track(ctx context.Context, session string, id json.RawMess
 		t.all[session] = map[string]*context.CancelCauseFunc{}
 	}
 	t.all[session][key] = h
+	if t.forget(session, key) {
+		cancel(errClientCanceled)
+	}
 	t.mu.Unlock()
 	return ctx, func() {
 		t.mu.Lock()
@@ -73,8 +123,12 @@ func (t *pendingSubs) cancel(session string, msg []byte) {
 	if json.Unmarshal(msg, &n) != nil || n.Params.RequestID == nil {
 		return
 	}
+	key := string(n.Params.RequestID)
 	t.mu.Lock()
-	h := t.all[session][string(n.Params.RequestID)]
+	h := t.all[session][key]
+	if _, ok := t.announced[session][key]; ok && h == nil {
+		t.announced[session][key] = true
+	}
 	t.mu.Unlock()
 	if h != nil {
 		(*h)(errClientCanceled)
@@ -86,6 +140,7 @@ func (t *pendingSubs) sessionEnded(session string) {
 	t.mu.Lock()
 	pending := t.all[session]
 	delete(t.all, session)
+	delete(t.announced, session)
 	t.mu.Unlock()
 	for _, h := range pending {
 		(*h)(errSessionGone)
@@ -98,6 +153,14 @@ func (t *pendingSubs) sessionEnded(session string) {
 func (s *Server) cancelPending(session string, msg []byte) {
 	if p := s.pass; p != nil {
 		p.pending.cancel(session, msg)
+	}
+}
+
+// announcePending notes a resources/subscribe or unsubscribe of session
+// that the stdio read loop passes to the SDK (pendingSubs.announced).
+func (s *Server) announcePending(session string, id json.RawMessage) {
+	if p := s.pass; p != nil {
+		p.pending.announce(session, id)
 	}
 }
 

@@ -151,9 +151,12 @@ func (p *passthru) backendErr(err error) error {
 // argument, -32002 for a missing resource, with its data) is relayed as
 // sent, scrubbed, where the transport can answer with it (relay.go); mcp-go
 // answers every handler error with -32603.
+//
+// Errors about kiln's own exchange with the backend are not relayed (see
+// hopError): they stay -32603 with the backend's message in the text.
 func (p *passthru) relayErr(ctx context.Context, err error) error {
 	var re *backend.RemoteError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && !hopError(re.Code) {
 		e := &mcp.JSONRPCErrorDetails{Code: re.Code, Message: re.Message}
 		if len(re.Data) > 0 {
 			e.Data = re.Data
@@ -161,6 +164,20 @@ func (p *passthru) relayErr(ctx context.Context, err error) error {
 		relayError(ctx, scrubRPCError(p.s.opts.Scrubber, e))
 	}
 	return p.backendErr(err)
+}
+
+// hopError reports whether a backend's error code is about kiln's request
+// to it (its bytes, envelope, method, headers or protocol version) rather
+// than the client's: relayed, it would tell the client that its own
+// request to kiln was malformed, that kiln lacks the method, or that kiln
+// refuses its protocol version (a 2026-07-28 client drops or renegotiates
+// on -32022, with HTTP 400), none of which is so.
+func hopError(code int) bool {
+	switch code {
+	case mcp.PARSE_ERROR, mcp.INVALID_REQUEST, mcp.METHOD_NOT_FOUND, mcp.HEADER_MISMATCH, mcp.UNSUPPORTED_PROTOCOL_VERSION:
+		return true
+	}
+	return false
 }
 
 // notFoundOfEra gives a backend's resource-not-found answer for uri the

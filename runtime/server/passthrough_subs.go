@@ -239,6 +239,14 @@ func (p *passthru) hook(h *server.Hooks) {
 			} `json:"params"`
 		}
 		if json.Unmarshal(raw, &req) != nil {
+			// Params of the wrong shape: the SDK refuses the request, and
+			// the read loop's announcement of it must go (stdio.go).
+			var head struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.Unmarshal(raw, &head) == nil && head.ID != nil {
+				p.pending.unannounce(sessionID(ctx), head.ID)
+			}
 			return nil
 		}
 		// The hook runs before the SDK reads the request's era, and the
@@ -246,6 +254,9 @@ func (p *passthru) hook(h *server.Hooks) {
 		// removed resources/(un)subscribe): a subscription forwarded for a
 		// refused request is one nothing would ever end.
 		modern := mcp.IsModernProtocol(req.Params.Meta.ProtocolVersion())
+		if modern && (req.Method == string(mcp.MethodResourcesSubscribe) || req.Method == string(mcp.MethodResourcesUnsubscribe)) {
+			p.pending.unannounce(sessionID(ctx), req.ID)
+		}
 		switch req.Method {
 		case string(mcp.MethodSubscriptionsListen):
 			if modern {

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +42,8 @@ type fakeBackends struct {
 	seen func(ctx context.Context, call string)
 	// subErr, when set, fails every subscribe (a backend down).
 	subErr error
+	// promptErr, when set, fails every prompts/get (a backend's answer).
+	promptErr error
 }
 
 func (f *fakeBackends) log(s string) {
@@ -65,6 +70,9 @@ func (f *fakeBackends) ReadResource(_ context.Context, b, uri string) (json.RawM
 
 func (f *fakeBackends) GetPrompt(_ context.Context, b, prompt string, args map[string]string) (json.RawMessage, error) {
 	f.log("prompt " + b + " " + prompt + " " + args["who"])
+	if f.promptErr != nil {
+		return nil, f.promptErr
+	}
 	return json.RawMessage(`{"description":"hi","messages":[{"role":"user","content":{"type":"text","text":"hello ` + args["who"] + `","annotations":{"priority":1},"x-extra":true}}]}`), nil
 }
 
@@ -681,6 +689,121 @@ func TestBackendLogsKeepTheClientsLevel(t *testing.T) {
 	} {
 		if diff := cmp.Diff(c.want, got(c.sess)); diff != "" {
 			t.Errorf("%s: messages (-want +got):\n%s", c.sess.id, diff)
+		}
+	}
+}
+
+// TestRelayKeepsHopErrors: a backend's JSON-RPC error for a prompts/get
+// is the client's to see with its own code, unless the code is about
+// kiln's request to the backend: relayed, -32022 told a client that kiln
+// refused its protocol version (HTTP 400 on 2026-07-28), -32601 that kiln
+// has no prompts/get. Those stay -32603 with the backend's message.
+func TestRelayKeepsHopErrors(t *testing.T) {
+	for _, tt := range []struct {
+		code    int
+		relayed bool
+	}{
+		{mcp.INVALID_PARAMS, true},
+		{mcp.RESOURCE_NOT_FOUND, true},
+		{-32050, true}, // a backend's own code
+		{mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, true},
+		{mcp.PARSE_ERROR, false},
+		{mcp.INVALID_REQUEST, false},
+		{mcp.METHOD_NOT_FOUND, false},
+		{mcp.HEADER_MISMATCH, false},
+		{mcp.UNSUPPORTED_PROTOCOL_VERSION, false},
+	} {
+		t.Run(strconv.Itoa(tt.code), func(t *testing.T) {
+			s, f := newPassthroughServer(t)
+			f.promptErr = &backend.RemoteError{Backend: "beta", Code: tt.code, Message: "backend says no"}
+			slot := &relayed{}
+			ctx := context.WithValue(t.Context(), relayKey{}, slot)
+			out := s.mcp.HandleMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"beta__greet"}}`))
+			raw, _ := json.Marshal(out)
+			if !strings.Contains(string(raw), "backend says no") {
+				t.Fatalf("the answer lost the backend's message: %s", raw)
+			}
+			got := slot.get()
+			switch {
+			case tt.relayed && (got == nil || got.Code != tt.code):
+				t.Errorf("relayed %+v, want code %d", got, tt.code)
+			case !tt.relayed && got != nil:
+				t.Errorf("relayed %+v, want the backend's %d kept from the client", got, tt.code)
+			}
+		})
+	}
+}
+
+// TestStdioCancelRightAfterSubscribe: a stdio client cancels its
+// resources/subscribe on the very next line. The SDK serves the request on
+// a goroutine of its own, so the read loop could pass the cancellation on
+// before the subscribe was tracked, and it was lost: kiln subscribed
+// upstream for a request its client had given up. The loop now announces
+// the request first, and a cancellation that comes before it is tracked
+// still cancels it. Run many times: which of the two comes first varies.
+func TestStdioCancelRightAfterSubscribe(t *testing.T) {
+	for i := range 20 {
+		s, f := newPassthroughServer(t)
+		// The backend's subscribe lasts until it is canceled: a lost
+		// cancellation leaves it waiting, and then subscribed.
+		f.seen = func(ctx context.Context, call string) {
+			if strings.HasPrefix(call, "subscribe ") {
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Second):
+				}
+			}
+		}
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		served := make(chan error, 1)
+		go func() { served <- s.ServeStdio(t.Context(), inR, outW) }()
+		answers := bufio.NewReader(outR)
+		// await reads answers until each of ids has one, in any order.
+		await := func(ids ...string) {
+			t.Helper()
+			for len(ids) > 0 {
+				line, err := answers.ReadString('\n')
+				if err != nil {
+					t.Fatalf("round %d: no answer to %v: %v", i, ids, err)
+				}
+				ids = slices.DeleteFunc(ids, func(id string) bool { return strings.Contains(line, `"id":`+id) })
+			}
+		}
+		go func() {
+			_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+		}()
+		await("0")
+		go func() {
+			_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+				`{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":"beta://only"}}`+"\n"+
+				`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub"}}`+"\n"+
+				// The SDK refuses params of the wrong shape; its
+				// announcement must not stay behind.
+				`{"jsonrpc":"2.0","id":"bad","method":"resources/subscribe","params":{"uri":7}}`+"\n")
+		}()
+		await(`"sub"`, `"bad"`)
+		go func() { _, _ = io.Copy(io.Discard, answers) }()
+		f.mu.Lock()
+		calls := slices.Clone(f.calls)
+		f.mu.Unlock()
+		if len(calls) > 0 && !slices.Contains(calls, "unsubscribe beta beta://only") {
+			t.Errorf("round %d: a subscribe canceled on the next line stayed subscribed at the backend: %v", i, calls)
+		}
+		if uris := s.pass.subs.uris("stdio"); len(uris) > 0 {
+			t.Errorf("round %d: the session counts as subscribed to %v", i, uris)
+		}
+		s.pass.pending.mu.Lock()
+		left := len(s.pass.pending.all) + len(s.pass.pending.announced)
+		s.pass.pending.mu.Unlock()
+		if left > 0 {
+			t.Errorf("round %d: pending requests left behind: %v %v", i, s.pass.pending.all, s.pass.pending.announced)
+		}
+		inW.Close()
+		<-served
+		outW.Close()
+		if t.Failed() {
+			return
 		}
 	}
 }

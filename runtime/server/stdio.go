@@ -105,6 +105,10 @@ var loopServes = map[string]bool{
 	`"tools/call"`: true, `"prompts/get"`: true, `"resources/read"`: true, `"completion/complete"`: true,
 }
 
+// announced are the methods (as raw JSON strings) of the requests the read
+// loop announces to pendingSubs before passing them to the SDK.
+var announced = map[string]bool{`"resources/subscribe"`: true, `"resources/unsubscribe"`: true}
+
 // stdioLoop reads stdin on a pool of workers, one reading at a time: the
 // worker that reads a tools/call hands the reading to another worker and
 // serves the call itself, so no call waits for a goroutine to wake (the
@@ -235,6 +239,11 @@ func (l *stdioLoop) route(ctx context.Context, line []byte) (call func(), err er
 		// The SDK gets it too: it may name a request the SDK serves.
 		l.inflight.cancel(line)
 		l.s.cancelPending(sessionID(ctx), line)
+	}
+	if !top.odd && top.id != nil && announced[string(top.method)] {
+		// Before the SDK sees it: a cancellation on the next line may be
+		// read before the SDK's goroutine tracks the request.
+		l.s.announcePending(sessionID(ctx), top.id)
 	}
 	if top.odd || top.id == nil || !loopServes[string(top.method)] {
 		_, err := l.sdk.Write(line)

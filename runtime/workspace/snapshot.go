@@ -63,11 +63,16 @@ func snapshotCreateTool(w *Workspace, ctx context.Context, raw json.RawMessage) 
 		return toolcall.Errorf("snapshot_create: %s", errText(err))
 	}
 	lock, err := lockPartial(tmp)
-	if err != nil {
+	switch {
+	case err == nil:
+		defer lock.Close()
+	case errors.Is(err, errNoLocks):
+		// The copy goes on unlocked; Open then never takes its folder
+		// for a dead create's.
+	default:
 		_ = os.RemoveAll(tmp)
 		return toolcall.Errorf("snapshot_create: %s", errText(err))
 	}
-	defer lock.Close()
 	files, size, err := w.copyOut(ctx, tmp, lim)
 	if err == nil {
 		if err = renameNoReplace(tmp, dst, filepath.Join(w.cfg.StateDir, "snapshots.lock")); errors.Is(err, fs.ErrExist) {
@@ -95,18 +100,41 @@ const partialGrace = time.Minute
 // the folder is renamed or removed. A create that dies (kill -9) drops
 // it, so a partial folder whose lock is free is a dead create's, whether
 // it was this kiln's or another's sharing the state folder; flock locks
-// of two descriptors conflict within one process too.
+// of two descriptors conflict within one process too. On a file system
+// that takes no such lock it fails with errNoLocks.
 func lockPartial(dir string) (*os.File, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
+		if locksUnsupported(err) {
+			err = errNoLocks
+		}
 		return nil, &os.PathError{Op: "flock", Path: dir, Err: err}
 	}
 	return f, nil
 }
+
+// errNoLocks is a flock the file system refused as such, not because
+// another holds the lock.
+var errNoLocks = errors.New("the file system takes no flock locks")
+
+// locksUnsupported reports whether err, from flock, says the file system
+// cannot lock the file: NFS emulates flock with POSIX locks, which refuse
+// an exclusive lock on a descriptor not open for writing (a folder never
+// is) with EBADF, and a mount without a lock manager answers ENOLCK; some
+// FUSE file systems answer EOPNOTSUPP or EINVAL. They are also the file
+// systems without RENAME_NOREPLACE (older NFS, FUSE): failing on such a
+// refusal failed every snapshot_create there.
+func locksUnsupported(err error) bool {
+	return errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOLCK) || errors.Is(err, unix.EOPNOTSUPP) ||
+		errors.Is(err, unix.EINVAL)
+}
+
+// flock is unix.Flock, replaced in tests by a file system without locks.
+var flock = unix.Flock
 
 // renameat2 is unix.Renameat2, replaced in tests by a file system
 // without RENAME_NOREPLACE.
@@ -136,19 +164,26 @@ func renameNoReplace(tmp, dst, lock string) error {
 // state folder takes for this, in this kiln or another. The lock file is
 // never removed: a create locking a removed file and one locking its
 // replacement would not exclude each other.
+//
+// On a file system that takes no locks the check and the rename run
+// unlocked: two creates of one name of an empty tree finishing in the same
+// instant may then both succeed, the one case left, rather than every
+// create failing there.
 func renameLocked(tmp, dst, lock string) error {
-	f, err := os.OpenFile(lock, os.O_RDONLY|os.O_CREATE, 0o600)
+	// Open for writing: NFS grants an exclusive flock (a POSIX lock
+	// there) only on a descriptor open for writing.
+	f, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		err = flock(int(f.Fd()), unix.LOCK_EX)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}
-	if err != nil {
+	if err != nil && !locksUnsupported(err) {
 		return &os.PathError{Op: "flock", Path: lock, Err: err}
 	}
 	switch _, err := os.Lstat(dst); {
@@ -186,6 +221,8 @@ type limitError struct {
 	// grew says the tree passed the limit while it was copied, after
 	// measuring found it within; found is then unknown.
 	grew bool
+	// git is the part of found that .git folders hold.
+	git int64
 }
 
 func (e *limitError) Error() string {
@@ -202,6 +239,15 @@ func (w *Workspace) snapErr(err error) *toolcall.Result {
 	found, limit := strconv.FormatInt(le.found, 10)+" files, folders and links", strconv.FormatInt(le.limit, 10)
 	if le.key == "snapshot_max_size" {
 		found, limit = showBytes(le.found)+" of file content", showBytes(le.limit)
+	}
+	// A model told to delete what need not be kept must not take .git
+	// for that: the limit counts it since snapshots copy it.
+	if le.git > 0 {
+		part := strconv.FormatInt(le.git, 10)
+		if le.key == "snapshot_max_size" {
+			part = showBytes(le.git)
+		}
+		found += " (" + part + " of it in .git, the repository's history: keep it)"
 	}
 	state := "holds " + found + ", over"
 	if le.grew {
@@ -228,15 +274,22 @@ func showBytes(n int64) string {
 // it is past lim, before anything is written. It walks to the end to say
 // how large the tree is: only stat calls, cheap beside the copy refused.
 func (w *Workspace) measure(ctx context.Context, lim snapLimits) error {
-	var entries, size int64
-	err := w.root.walk(ctx, ".", false, 0, func(_ string, d fs.DirEntry) error {
+	var entries, size, gitEntries, gitSize int64
+	err := w.root.walk(ctx, ".", false, 0, func(rel string, d fs.DirEntry) error {
 		if !copied(d) {
 			return nil
 		}
+		inGit := inGitDir(rel)
 		entries++
+		if inGit {
+			gitEntries++
+		}
 		if d.Type().IsRegular() {
 			if info, err := d.Info(); err == nil {
 				size += info.Size()
+				if inGit {
+					gitSize += info.Size()
+				}
 			}
 		}
 		return nil
@@ -245,11 +298,22 @@ func (w *Workspace) measure(ctx context.Context, lim snapLimits) error {
 	case err != nil:
 		return err
 	case size > lim.bytes:
-		return &limitError{key: "snapshot_max_size", found: size, limit: lim.bytes}
+		return &limitError{key: "snapshot_max_size", found: size, limit: lim.bytes, git: gitSize}
 	case entries > int64(lim.entries):
-		return &limitError{key: "snapshot_max_files", found: entries, limit: int64(lim.entries)}
+		return &limitError{key: "snapshot_max_files", found: entries, limit: int64(lim.entries), git: gitEntries}
 	}
 	return nil
+}
+
+// inGitDir reports whether rel, a path relative to the root, is a .git
+// folder or lies in one.
+func inGitDir(rel string) bool {
+	for part := range strings.SplitSeq(filepath.ToSlash(rel), "/") {
+		if part == ".git" {
+			return true
+		}
+	}
+	return false
 }
 
 // copied reports whether a snapshot copies d: sockets, fifos and devices
@@ -276,7 +340,9 @@ func (w *Workspace) removeDeadPartials() {
 		p := filepath.Join(w.snapDir(), e.Name())
 		lock, err := lockPartial(p)
 		if err != nil {
-			continue // a live create's, or gone
+			// A live create's, or gone; or the file system takes no
+			// locks, and a live create's cannot be told from a dead one's.
+			continue
 		}
 		err = os.RemoveAll(p)
 		lock.Close()
@@ -393,6 +459,7 @@ func snapshotRestoreTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
 		return toolcall.Errorf("snapshot_restore: no snapshot %q; list them with snapshot_list", a.ID)
 	}
+	keepGit := gitLeftOut(src) && !emptyDir(filepath.Join(w.root.dir, ".git"))
 	// Empty the root: RemoveAll never follows symlinks, so a link to
 	// outside is removed, not what it points at.
 	ents, err := os.ReadDir(w.root.dir)
@@ -400,6 +467,9 @@ func snapshotRestoreTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 		return toolcall.Errorf("snapshot_restore: %s", errText(err))
 	}
 	for _, e := range ents {
+		if keepGit && e.Name() == ".git" {
+			continue
+		}
 		if err := os.RemoveAll(filepath.Join(w.root.dir, e.Name())); err != nil {
 			return toolcall.Errorf("snapshot_restore: emptying the root: %s", errText(err))
 		}
@@ -413,6 +483,9 @@ func snapshotRestoreTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
+		if keepGit && rel == ".git" {
+			return fs.SkipDir
+		}
 		info, err := d.Info()
 		if err != nil {
 			return err
@@ -454,5 +527,28 @@ func snapshotRestoreTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 	if err != nil {
 		return toolcall.Errorf("snapshot_restore stopped part way (%s); the tree may be incomplete, run snapshot_restore again", errText(err))
 	}
+	if keepGit {
+		return toolcall.Text(fmt.Sprintf("Restored snapshot %q: %d files. The repository's .git was left as it is: this snapshot was made by an older kiln, which did not copy .git, so it holds no history to restore.", a.ID, files))
+	}
 	return toolcall.Text(fmt.Sprintf("Restored snapshot %q: %d files", a.ID, files))
+}
+
+// gitLeftOut reports whether snapshot src holds an empty .git folder: one
+// made before snapshots copied .git (the Glob/Grep walk they used skipped
+// its contents). Restoring it as it is would delete the repository's
+// history, so the live .git stays.
+func gitLeftOut(src string) bool {
+	fi, err := os.Lstat(filepath.Join(src, ".git"))
+	return err == nil && fi.IsDir() && emptyDir(filepath.Join(src, ".git"))
+}
+
+// emptyDir reports whether dir is a folder (not a link to one) holding
+// nothing; a missing or unreadable folder counts as empty.
+func emptyDir(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return true
+	}
+	ents, err := os.ReadDir(dir)
+	return err != nil || len(ents) == 0
 }

@@ -137,6 +137,41 @@ func TestSnapshotKeepsGit(t *testing.T) {
 	}
 }
 
+// TestRestoreOfAnOldSnapshotKeepsGit: a snapshot made before snapshots
+// copied .git holds an empty .git folder; restoring it emptied the root,
+// .git included, and so deleted the repository's history. The live .git
+// now stays, and the answer says why; the rest of the tree is restored.
+func TestRestoreOfAnOldSnapshotKeepsGit(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write(".git/HEAD", "ref: refs/heads/main\n")
+	f.write("a.txt", "now")
+	f.write("new.txt", "made after the snapshot")
+	old := filepath.Join(f.w.snapDir(), "old")
+	for _, d := range []string{".git", "src"} {
+		if err := os.MkdirAll(filepath.Join(old, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(old, "a.txt"), []byte("then"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := f.expectOK("snapshot_restore", map[string]any{"id": "old"})
+	if !strings.Contains(text, ".git was left as it is") {
+		t.Errorf("restore said %q, want it to say the repository's .git was kept", text)
+	}
+	for rel, want := range map[string]string{".git/HEAD": "ref: refs/heads/main\n", "a.txt": "then"} {
+		if got, err := os.ReadFile(filepath.Join(f.root, rel)); err != nil || string(got) != want {
+			t.Errorf("after restore %s = %q (%v), want %q", rel, got, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(f.root, "new.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a file made after the snapshot survived its restore (%v)", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(f.root, "src")); err != nil || !fi.IsDir() {
+		t.Errorf("the snapshot's folder src was not restored (%v)", err)
+	}
+}
+
 // TestSnapshotLimits: snapshot_create copied a tree of any size into the
 // state folder. Past snapshot_max_size or snapshot_max_files it now fails
 // before copying, saying what it found, the limit and the key to raise,
@@ -172,6 +207,38 @@ func TestSnapshotLimits(t *testing.T) {
 				t.Errorf("a refused create left %v in the snapshots folder", ents)
 			}
 		})
+	}
+}
+
+// TestSnapshotLimitNamesGit: since snapshots copy .git, the limits count
+// it, and the refusal told the model to delete what need not be kept
+// without saying that .git may be most of it, inviting it to delete the
+// history. The refusal now says how much .git holds and to keep it.
+func TestSnapshotLimitNamesGit(t *testing.T) {
+	f := newFixture(t, func(c *config.Workspace) { c.SnapshotMaxSize, c.SnapshotMaxFiles = 1000, 20 })
+	f.write(".git/objects/pack/p.pack", strings.Repeat("x", 900))
+	f.write("a.txt", strings.Repeat("x", 300))
+	text := f.expectErr("snapshot_create", map[string]any{"name": "s"}, "1200 bytes")
+	if !strings.Contains(text, "900 bytes of it in .git") || !strings.Contains(text, "keep it") {
+		t.Errorf("snapshot_create = %q, want it to say .git holds 900 bytes and is to be kept", text)
+	}
+	if err := os.Remove(filepath.Join(f.root, ".git/objects/pack/p.pack")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		f.write(fmt.Sprintf(".git/refs/r%d", i), "x")
+	}
+	// .git, objects, pack, refs and 30 refs: 34 entries; a.txt: 35.
+	text = f.expectErr("snapshot_create", map[string]any{"name": "s"}, "35 files, folders and links")
+	if !strings.Contains(text, "(34 of it in .git") {
+		t.Errorf("snapshot_create = %q, want it to say .git holds 34 entries", text)
+	}
+	if err := os.RemoveAll(filepath.Join(f.root, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	f.write("b.txt", strings.Repeat("x", 900))
+	if text := f.expectErr("snapshot_create", map[string]any{"name": "s"}, "1200 bytes"); strings.Contains(text, ".git") {
+		t.Errorf("snapshot_create = %q, mentions a .git the tree lacks", text)
 	}
 }
 
@@ -242,6 +309,55 @@ func TestOpenRemovesCrashedPartials(t *testing.T) {
 	for _, p := range []string{fresh, live, filepath.Join(f.w.snapDir(), "kept", "a.txt")} {
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("Open removed %s: %v", p, err)
+		}
+	}
+}
+
+// TestSnapshotCreateWithoutLocks: on a file system that takes no flock
+// locks (NFS refuses an exclusive one on a folder with EBADF, a mount
+// without a lock manager answers ENOLCK) every snapshot_create failed once
+// creates locked their partial folder, and so did the rename fallback of
+// the file systems without RENAME_NOREPLACE, the same ones. A create now
+// goes on unlocked there, and Open keeps a partial folder it cannot tell
+// from a live create's.
+func TestSnapshotCreateWithoutLocks(t *testing.T) {
+	savedFlock, savedRename := flock, renameat2
+	t.Cleanup(func() { flock, renameat2 = savedFlock, savedRename })
+	for _, errno := range []unix.Errno{unix.EBADF, unix.ENOLCK, unix.EOPNOTSUPP} {
+		for _, noReplace := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%v, RENAME_NOREPLACE %v", errno, noReplace), func(t *testing.T) {
+				flock = func(int, int) error { return errno }
+				renameat2 = savedRename
+				if !noReplace {
+					renameat2 = func(int, string, int, string, uint) error { return unix.EINVAL }
+				}
+				f := newFixture(t, nil)
+				f.write("a.txt", "a")
+				f.expectOK("snapshot_create", map[string]any{"name": "one"})
+				if text, isErr := f.call("snapshot_create", map[string]any{"name": "one"}); !isErr || !strings.Contains(text, "exists already") {
+					t.Errorf("a second create of one name said %q (error %v), want that it exists already", text, isErr)
+				}
+				if _, err := os.Lstat(filepath.Join(f.w.snapDir(), "one", "a.txt")); err != nil {
+					t.Errorf("the snapshot lacks a.txt: %v", err)
+				}
+				partial := filepath.Join(f.w.snapDir(), "two.123"+partialSuffix)
+				if err := os.Mkdir(partial, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				old := time.Now().Add(-time.Hour)
+				if err := os.Chtimes(partial, old, old); err != nil {
+					t.Fatal(err)
+				}
+				cfg := f.w.cfg
+				w, err := Open(&config.Backend{Name: "repo", Transport: config.TransportWorkspace, Workspace: &cfg}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Close()
+				if _, err := os.Lstat(partial); err != nil {
+					t.Errorf("Open removed a partial folder it could not lock: %v", err)
+				}
+			})
 		}
 	}
 }
