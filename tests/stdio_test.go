@@ -75,10 +75,10 @@ func isNonblocking(t *testing.T, f *os.File) bool {
 	return flags&syscall.O_NONBLOCK != 0
 }
 
-// serveOver runs kiln serve on in and out, checks it answers initialize
-// and tools/list, and calls during(…) while kiln still serves; then it
-// closes the input and waits for kiln to exit.
-func serveOver(t *testing.T, in, out stdioEnds, during func()) {
+// startOn starts kiln serve, on a config with no backends, with in and
+// out as its stdin and stdout; the test's copies of kiln's ends are closed
+// (kept stays).
+func startOn(t *testing.T, in, out stdioEnds) *exec.Cmd {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, "version: 1\ngateway:\n  state_dir: %s\n  log_level: warn\n", t.TempDir()), 0o644); err != nil {
@@ -90,9 +90,17 @@ func serveOver(t *testing.T, in, out stdioEnds, during func()) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// kiln's own copies are in kiln now; the test keeps kept only.
 	in.kilns.Close()
 	out.kilns.Close()
+	return cmd
+}
+
+// serveOver runs kiln serve on in and out, checks it answers initialize
+// and tools/list, and calls during(…) while kiln still serves; then it
+// closes the input and waits for kiln to exit.
+func serveOver(t *testing.T, in, out stdioEnds, during func()) {
+	t.Helper()
+	cmd := startOn(t, in, out)
 	for _, l := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -154,18 +162,7 @@ func TestStdioRestoresSharedSockets(t *testing.T) {
 // must not go on serving calls nobody reads.
 func TestStdioEndsWhenTheClientStopsReading(t *testing.T) {
 	in, out := pipeEnds(t, true), pipeEnds(t, false)
-	cfg := filepath.Join(t.TempDir(), "kiln.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, "version: 1\ngateway:\n  state_dir: %s\n  log_level: warn\n", t.TempDir()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(kilnBin(t), "serve", "--config", cfg)
-	cmd.Dir = repoRoot(t)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = in.kilns, out.kilns, testWriter{t, "kiln"}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	in.kilns.Close()
-	out.kilns.Close()
+	cmd := startOn(t, in, out)
 	out.kept.Close()
 	send := func(l string) {
 		t.Helper()
