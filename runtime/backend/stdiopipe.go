@@ -100,19 +100,9 @@ func (p *stdioPipe) start() error {
 		stdout.Close()
 		return fmt.Errorf("failed to start command: %w", err)
 	}
-	p.cmd, p.stdin, p.stdout = cmd, rawEnd(stdin), rawEnd(stdout)
+	p.cmd, p.stdin, p.stdout = cmd, rawio.OrFile(stdin), rawio.OrFile(stdout)
 	go p.read(p.stdout)
 	return nil
-}
-
-// rawEnd reads or writes kiln's end of a pipe to the backend without the
-// scheduler's system-call state (package rawio): on this path it cost a
-// tier-1 call more CPU than kiln's own work did.
-func rawEnd(f *os.File) io.ReadWriteCloser {
-	if r, err := rawio.New(f); err == nil {
-		return r
-	}
-	return f
 }
 
 // close ends the pipe for callers still waiting and reaps the process

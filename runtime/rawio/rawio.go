@@ -63,6 +63,16 @@ func New(f *os.File) (*File, error) {
 	return &File{f: f, rc: rc, sock: sock}, nil
 }
 
+// OrFile is New(f), or f itself when f cannot be read raw: the caller
+// keeps a working file either way. f stays the owner of the descriptor:
+// closing either closes it.
+func OrFile(f *os.File) io.ReadWriteCloser {
+	if r, err := New(f); err == nil {
+		return r
+	}
+	return f
+}
+
 // Read reads what the kernel holds, waiting for the file to become
 // readable when it holds nothing. It reports io.EOF at the end.
 func (r *File) Read(p []byte) (int, error) {
@@ -88,12 +98,10 @@ func (r *File) Read(p []byte) (int, error) {
 			return true
 		}
 	})
-	switch {
-	case err != nil:
-		return 0, r.wrap("read", err)
-	case errno != 0:
-		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: errno}
-	case n == 0:
+	if err := r.wrap("read", err, errno); err != nil {
+		return 0, err
+	}
+	if n == 0 {
 		return 0, io.EOF
 	}
 	return n, nil
@@ -124,20 +132,20 @@ func (r *File) Write(p []byte) (int, error) {
 		}
 		return true
 	})
-	switch {
-	case err != nil:
-		return n, r.wrap("write", err)
-	case errno != 0:
-		return n, &os.PathError{Op: "write", Path: r.f.Name(), Err: errno}
-	}
-	return n, nil
+	return n, r.wrap("write", err, errno)
 }
 
-// wrap words the poller's error as os does: os.ErrClosed once Close ran
-// (the poller's own closing error is not exported).
-func (r *File) wrap(op string, err error) error {
-	if r.closed.Load() {
+// wrap words a failed read or write as os does: the poller's error
+// (os.ErrClosed once Close ran: the poller's own closing error is not
+// exported), else the system call's; nil when neither failed.
+func (r *File) wrap(op string, err error, errno syscall.Errno) error {
+	switch {
+	case err != nil && r.closed.Load():
 		err = os.ErrClosed
+	case err == nil && errno != 0:
+		err = errno
+	case err == nil:
+		return nil
 	}
 	return &os.PathError{Op: op, Path: r.f.Name(), Err: err}
 }

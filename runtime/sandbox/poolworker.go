@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -76,7 +75,7 @@ func (p *Pool) spawn(id int, cg *cgroupChild) (*worker, error) {
 		inW.Close()
 		return nil, err
 	}
-	w := &worker{id: id, cmd: cmd, stdin: inW, fw: &frameWriter{w: rawEnd(inW)}, frames: make(chan *frame, 16),
+	w := &worker{id: id, cmd: cmd, stdin: inW, fw: &frameWriter{w: rawio.OrFile(inW)}, frames: make(chan *frame, 16),
 		exited: make(chan struct{}), stderr: &tailBuffer{max: 4 << 10, record: func(line string) {
 			p.log.Warn("sandbox worker says", "worker", id, "record", line)
 		}}, cg: cg}
@@ -107,7 +106,7 @@ func (p *Pool) spawn(id int, cg *cgroupChild) (*worker, error) {
 	go func() {
 		defer close(w.frames)
 		defer outR.Close()
-		br := bufio.NewReaderSize(rawEnd(outR), 64<<10)
+		br := bufio.NewReaderSize(rawio.OrFile(outR), 64<<10)
 		for {
 			f, err := readFrame(br)
 			if err != nil {
@@ -355,14 +354,4 @@ func (t *tailBuffer) String() string {
 		sep = " … "
 	}
 	return strings.TrimSpace(string(t.head) + sep + string(t.tail))
-}
-
-// rawEnd reads or writes kiln's end of a pipe to a worker without the
-// scheduler's system-call state (package rawio). f stays the owner: it
-// closes the pipe.
-func rawEnd(f *os.File) io.ReadWriter {
-	if r, err := rawio.New(f); err == nil {
-		return r
-	}
-	return f
 }

@@ -259,16 +259,38 @@ func kind(v json.RawMessage) string {
 	return "a number"
 }
 
+// postBody reads a POST's body once for every middleware that looks at it
+// and leaves it to be read again by the next: ok is false for other
+// requests and for a body that cannot be read (the SDK reports those).
+func postBody(r *http.Request) (body []byte, ok bool) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return nil, false
+	}
+	if rb, read := r.Body.(*readBody); read {
+		return rb.b, true
+	}
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, false
+	}
+	r.Body = &readBody{Reader: bytes.NewReader(b), b: b}
+	return b, true
+}
+
+// readBody is a request body postBody has read.
+type readBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*readBody) Close() error { return nil }
+
 // checkedHTTP answers refused POST bodies with 400 and the JSON-RPC error.
 func checkedHTTP(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Body == nil {
+		body, ok := postBody(r)
+		if !ok {
 			h.ServeHTTP(w, r)
-			return
-		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			h.ServeHTTP(w, r) // the SDK reports unreadable bodies
 			return
 		}
 		if e := checkEnvelope(body); e != nil {
@@ -277,7 +299,6 @@ func checkedHTTP(h http.Handler) http.Handler {
 			_, _ = w.Write(append(e.response(), '\n'))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		w, r = relaying(w, r, body)
 		h.ServeHTTP(w, r)
 	})

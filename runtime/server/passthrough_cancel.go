@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"sync"
 )
@@ -183,17 +182,12 @@ func (s *Server) cancels(h http.Handler) http.Handler {
 		if sid == "" {
 			sid = r.URL.Query().Get("sessionId")
 		}
-		if r.Method != http.MethodPost || r.Body == nil || sid == "" || s.pass == nil || !s.pass.pending.any(sid) {
+		if sid == "" || s.pass == nil || !s.pass.pending.any(sid) {
 			h.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			h.ServeHTTP(w, r) // the SDK reports unreadable bodies
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+		body, ok := postBody(r)
+		if ok && bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
 			s.cancelPending(sid, body)
 		}
 		h.ServeHTTP(w, r)
