@@ -151,7 +151,7 @@ func TestWorkspaceTools(t *testing.T) {
 		k.expect(t, k.tier1(t, "repo.Read", map[string]any{"file_path": "sub/new.txt"}), false, "three")
 		k.expect(t, k.tier1(t, "repo.run_typecheck", map[string]any{}), false, "passed")
 		k.expect(t, k.tier1(t, "repo.run_lint", map[string]any{}), false, "passed")
-		k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), false, "FAILED", "Add(2, 3) = -1, want 5")
+		k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), true, "FAILED, exit code: 1", "Add(2, 3) = -1, want 5")
 		// The readonly workspace offers no writing tools.
 		k.expect(t, k.tier1(t, "scratch.Glob", map[string]any{"pattern": "*"}), false, "No files found")
 		r := k.tier1(t, "scratch.Write", map[string]any{"file_path": "x", "content": "y"})
@@ -206,7 +206,7 @@ func TestWorkspaceTools(t *testing.T) {
 		k.expect(t, k.tier1(t, "repo.Read", map[string]any{"file_path": "out/hidden.txt"}), true, "symlink")
 		k.expect(t, k.tier1(t, "repo.Write", map[string]any{"file_path": "out/new.txt", "content": "x"}), true, "symlink")
 		r := k.tier1(t, "repo.Bash", map[string]any{"command": "cat " + k.secret + "; cat out/hidden.txt; cp " + k.secret + " here.txt; echo x > " + filepath.Join(filepath.Dir(k.secret), "made.txt") + "; ln -s " + k.secret + " link && cat link"})
-		k.expect(t, r, false, "Permission denied")
+		k.expect(t, r, true, "exit code: 1", "Permission denied")
 		if _, err := os.Stat(filepath.Join(filepath.Dir(k.secret), "made.txt")); err == nil {
 			t.Fatal("Bash created a file outside the root")
 		}
@@ -217,7 +217,7 @@ func TestWorkspaceTools(t *testing.T) {
 		defer ln.Close()
 		port := ln.Addr().(*net.TCPAddr).Port
 		r = k.tier1(t, "repo.Bash", map[string]any{"command": fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d && echo CONNECTED", port)})
-		k.expect(t, r, false)
+		k.expect(t, r, true, "exit code: 1")
 		if strings.Contains(r.Text(), "CONNECTED") {
 			t.Fatalf("Bash reached a loopback listener without network: true:\n%s", r.Text())
 		}
@@ -264,7 +264,7 @@ func procsWith(t *testing.T, s string) []string {
 // failed; with the cache warmed, that vet takes 0.2 s.
 func TestWorkspaceAgentFlow(t *testing.T) {
 	k := startWorkspaceKiln(t)
-	k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), false, "FAILED")
+	k.expect(t, k.tier1(t, "repo.run_tests", map[string]any{}), true, "FAILED, exit code: 1")
 	k.expect(t, k.tier1(t, "repo.run_lint", map[string]any{}), false, "passed")
 	k.expect(t, k.tier1(t, "repo.Grep", map[string]any{"pattern": "a - b", "type": "go"}), false, "calc.go")
 	k.expect(t, k.tier1(t, "repo.Read", map[string]any{"file_path": "calc.go", "offset": 4, "limit": 3}), false, "     5\t\treturn a - b")

@@ -36,14 +36,6 @@ func newWorkspaceTransport(cfg *config.Backend) (transport.Interface, error) {
 
 func (t *workspaceTransport) Start(context.Context) error { return nil }
 
-// workspaceProtocol is the handshake version the workspace answers: the
-// newest that still uses initialize, which the client falls back to when
-// server/discover is refused.
-const workspaceProtocol = "2025-11-25"
-
-// workspaceToolsVersion versions the workspace tool set's schemas.
-const workspaceToolsVersion = "1"
-
 func (t *workspaceTransport) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	t.mu.Lock()
 	closed := t.closed
@@ -55,12 +47,10 @@ func (t *workspaceTransport) SendRequest(ctx context.Context, req transport.JSON
 	switch req.Method {
 	case string(mcp.MethodInitialize):
 		result = map[string]any{
-			"protocolVersion": workspaceProtocol,
+			"protocolVersion": workspace.Protocol,
 			"capabilities":    map[string]any{"tools": map[string]any{}},
-			// Fixed strings: a recorded manifest must not change with the
-			// machine (root path) or kiln's build.
-			"serverInfo":   map[string]any{"name": "kiln-workspace", "version": workspaceToolsVersion},
-			"instructions": "File and shell tools confined to the workspace root; paths are relative to it or absolute inside it.",
+			"serverInfo":      map[string]any{"name": workspace.ServerName, "version": workspace.ToolsVersion},
+			"instructions":    workspace.Instructions,
 		}
 	case string(mcp.MethodPing):
 		result = map[string]any{}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/workspace"
 )
 
 // TestWorkspaceBackend dials a transport: workspace backend the way
@@ -39,9 +40,16 @@ func TestWorkspaceBackend(t *testing.T) {
 			t.Errorf("%s schema = %s", tool.Name, tool.InputSchema)
 		}
 	}
-	want := "Read Write Edit Glob Grep Bash BashOutput KillShell run_tests run_lint run_typecheck snapshot_create snapshot_list snapshot_restore"
+	want := "Read Write Edit Glob Grep Bash BashOutput KillShell run_tests run_lint run_typecheck snapshot_create snapshot_list snapshot_diff snapshot_restore snapshot_delete"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("tools = %s\nwant %s", got, want)
+	}
+	// What the registry holds from the start (workspace.Manifest) is what
+	// the workspace lists once open: no drift, nothing replaced.
+	listed, _ := json.Marshal(m.Tools)
+	static, _ := json.Marshal(workspace.Manifest(cfg).Tools)
+	if string(listed) != string(static) {
+		t.Errorf("live tools differ from workspace.Manifest:\n%s\n%s", listed, static)
 	}
 	if m.Server.Name != "kiln-workspace" || m.Transport != config.TransportWorkspace {
 		t.Errorf("server %q transport %q", m.Server.Name, m.Transport)

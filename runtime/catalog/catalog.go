@@ -15,6 +15,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/search"
+	"github.com/kilnmcp/kiln/runtime/workspace"
 )
 
 // Searcher ranks tools; With returns one that also finds extra and no
@@ -138,9 +139,20 @@ func New(opts Options) *Catalog {
 	// an empty manifest: once it connects, all its tools are drift and are
 	// served live until `make generate` freezes them.
 	for _, b := range opts.Config.Backends {
-		if _, ok := c.compiled[b.Name]; !ok {
-			c.compiled[b.Name] = &manifest.Manifest{Version: manifest.Version, Backend: b.Name, Transport: b.Transport}
+		if _, ok := c.compiled[b.Name]; ok {
+			continue
 		}
+		if b.Transport == config.TransportWorkspace && b.Enabled {
+			// Kiln's own tools, known from the config: listed from the
+			// start and callable at once, not only once the workspace
+			// has opened (a client's first tools/list saw none).
+			m := workspace.Manifest(&b)
+			if err := opts.Registry.Add(m, false); err == nil {
+				c.compiled[b.Name] = m
+				continue
+			}
+		}
+		c.compiled[b.Name] = &manifest.Manifest{Version: manifest.Version, Backend: b.Name, Transport: b.Transport}
 	}
 	c.publishLocked()
 	return c

@@ -138,6 +138,10 @@ var keyTable = []key{
 		doc: "Names of kiln's environment variables passed to commands; nothing else is."},
 	{path: "backends.*.bash.network", kind: kindFlag, def: "false", doc: "true lets commands use the network; otherwise they get an empty network namespace."},
 	{path: "backends.*.bash.unconfined", kind: kindFlag, def: "false", doc: "true runs commands without Landlock (required on kernels without it)."},
+	{path: "backends.*.bash.background_max", kind: kindDuration, def: "8h", doc: "The longest a background shell runs when its command names no timeout (a dev server outlives max_timeout)."},
+	{path: "backends.*.bash.git_identity", kind: kindText, def: "kiln workspace <kiln@workspace.invalid>",
+		doc: "Name <email> for commits made in Bash; \"\" leaves it to git's config."},
+	{path: "backends.*.bash.user_gitconfig", kind: kindFlag, def: "false", doc: "true lets git read the user's ~/.gitconfig (read-only); /etc/gitconfig is always readable."},
 
 	{path: "backends.*.auth.grant", kind: kindEnum, def: GrantAuthorizationCode, enum: []string{GrantAuthorizationCode, GrantClientCredentials}, noVar: true,
 		doc: "authorization_code (log in once with kiln auth login) or client_credentials (unattended)."},

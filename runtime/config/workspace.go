@@ -1,13 +1,18 @@
 package config
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kilnmcp/kiln/runtime/pipeline"
 )
 
 // Workspace configures a transport: workspace backend: kiln's file and
@@ -21,6 +26,11 @@ type Workspace struct {
 	ReadOnly bool
 	// MaxOutput caps the text one tool call returns, in bytes; the middle of longer output is cut with a note.
 	MaxOutput int
+	// Budget is what the tools shape their text to: MaxOutput, or less
+	// where the gateway's output pipeline would cut sooner
+	// (gateway.output.truncate_at, gateway.max_output_size), so a Read
+	// ends at a whole line it names instead of losing its middle there.
+	Budget int
 	// StateDir holds the workspace's snapshots and build cache:
 	// gateway.state_dir/workspace/<name>.
 	StateDir string
@@ -46,6 +56,15 @@ type Bash struct {
 	// Unconfined runs commands without Landlock, which a kernel without
 	// Landlock requires; the file tools' path checks still apply.
 	Unconfined bool
+	// BackgroundMax is the longest a background shell runs when its
+	// command names no timeout: a dev server outlives MaxTimeout.
+	BackgroundMax time.Duration
+	// GitIdentity is "Name <email>" for commits made in Bash; empty
+	// leaves the identity to git's own config.
+	GitIdentity string
+	// UserGitConfig lets git read the user's ~/.gitconfig (read-only);
+	// the system's /etc/gitconfig is always readable.
+	UserGitConfig bool
 }
 
 // Workspace defaults, read from keyTable.
@@ -55,7 +74,13 @@ var (
 	DefaultSnapshotMaxFiles   = defInt("backends.*.snapshot_max_files")
 	DefaultBashTimeout        = defDuration("backends.*.bash.timeout")
 	DefaultBashMaxTimeout     = defDuration("backends.*.bash.max_timeout")
+	DefaultBashBackgroundMax  = defDuration("backends.*.bash.background_max")
+	DefaultGitIdentity        = keyIndex["backends.*.bash.git_identity"].def
 )
+
+// gitIdentityRE is what git accepts as an identity: a name, then an
+// email in angle brackets.
+var gitIdentityRE = regexp.MustCompile(`^([^<>\n]*[^<>\s])\s*<([^<>\s]+)>$`)
 
 // workspaceTimeoutMargin lets a command killed at bash.max_timeout still
 // report its exit code 124 before the call's own deadline.
@@ -65,8 +90,9 @@ const workspaceTimeoutMargin = 10 * time.Second
 func (b *builder) workspace(rb *rawBackend, sc map[string]value, path string, g Gateway, out *Backend) {
 	w := &Workspace{MaxOutput: DefaultWorkspaceMaxOutput, StateDir: filepath.Join(g.StateDir, "workspace", rb.name),
 		SnapshotMaxSize: DefaultSnapshotMaxSize, SnapshotMaxFiles: DefaultSnapshotMaxFiles,
-		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout}}
+		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout, BackgroundMax: DefaultBashBackgroundMax, GitIdentity: DefaultGitIdentity}}
 	out.Workspace = w
+	defer func() { w.Budget = workspaceBudget(w.MaxOutput, g) }()
 	root := sc["root"]
 	if !root.ok {
 		b.p.add(rb.line, path+".root", "missing; workspace backends need the folder their tools work in, e.g. root: ./project")
@@ -107,6 +133,24 @@ func (b *builder) workspace(rb *rawBackend, sc map[string]value, path string, g 
 	}
 	w.Bash.Network = b.boolean(get("network"), false)
 	w.Bash.Unconfined = b.boolean(get("unconfined"), false)
+	bgV := get("background_max")
+	w.Bash.BackgroundMax = b.duration(bgV, DefaultBashBackgroundMax)
+	if w.Bash.BackgroundMax < w.Bash.Timeout {
+		b.p.add(e.key.Line, bp+".background_max", "%s is shorter than bash.timeout (%s); raise background_max to at least %s",
+			w.Bash.BackgroundMax, w.Bash.Timeout, w.Bash.Timeout)
+	}
+	if v := get("git_identity"); v.ok && !v.bad {
+		v = b.expand(v)
+		switch id := strings.TrimSpace(v.s); {
+		case id == "":
+			w.Bash.GitIdentity = ""
+		case gitIdentityRE.MatchString(id):
+			w.Bash.GitIdentity = id
+		default:
+			b.p.addValue(v, "%s is not a git identity; write it as Name <email>, e.g. \"kiln workspace <kiln@workspace.invalid>\", or \"\" to leave it to git's config", strconv.Quote(v.raw))
+		}
+	}
+	w.Bash.UserGitConfig = b.boolean(get("user_gitconfig"), false)
 	if n, ok := fields["env"]; ok && !isNull(n) {
 		for i, item := range n.Content {
 			v := b.node(bp+".env["+strconv.Itoa(i)+"]", deref(item))
@@ -131,5 +175,25 @@ func (w *Workspace) Equal(o *Workspace) bool {
 	return w.Root == o.Root && w.ReadOnly == o.ReadOnly && w.MaxOutput == o.MaxOutput && w.StateDir == o.StateDir &&
 		w.SnapshotMaxSize == o.SnapshotMaxSize && w.SnapshotMaxFiles == o.SnapshotMaxFiles &&
 		w.Bash.Timeout == o.Bash.Timeout && w.Bash.MaxTimeout == o.Bash.MaxTimeout && slices.Equal(w.Bash.Env, o.Bash.Env) &&
-		w.Bash.Network == o.Bash.Network && w.Bash.Unconfined == o.Bash.Unconfined
+		w.Bash.Network == o.Bash.Network && w.Bash.Unconfined == o.Bash.Unconfined && w.Budget == o.Budget &&
+		w.Bash.BackgroundMax == o.Bash.BackgroundMax && w.Bash.GitIdentity == o.Bash.GitIdentity && w.Bash.UserGitConfig == o.Bash.UserGitConfig
+}
+
+// workspaceBudget is the smaller of max_output and where the gateway's
+// pipeline cuts text (see Workspace.Budget).
+func workspaceBudget(maxOutput int, g Gateway) int {
+	budget := maxOutput
+	if g.Output.SmartTruncation {
+		budget = min(budget, cmp.Or(g.Output.TruncateAt, pipeline.DefaultTruncateAt))
+	}
+	return min(budget, cmp.Or(g.MaxOutputSize, pipeline.DefaultMaxOutputSize))
+}
+
+// SplitGitIdentity returns the name and email of a bash.git_identity.
+func SplitGitIdentity(id string) (name, email string) {
+	m := gitIdentityRE.FindStringSubmatch(strings.TrimSpace(id))
+	if m == nil {
+		return "", ""
+	}
+	return m[1], m[2]
 }

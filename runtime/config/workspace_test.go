@@ -28,12 +28,16 @@ backends:
       env: [GOPATH, GOFLAGS, GOPATH]
       network: true
       unconfined: true
+      background_max: 2h
+      git_identity: "Ada Lovelace <ada@example.com>"
+      user_gitconfig: true
   scratch: {transport: workspace, root: .}
 `, nil)
 	repo, _ := cfg.Backend("repo")
-	want := &Workspace{Root: cfg.Dir, ReadOnly: true, MaxOutput: 5000, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "repo"),
+	want := &Workspace{Root: cfg.Dir, ReadOnly: true, MaxOutput: 5000, Budget: 5000, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "repo"),
 		SnapshotMaxSize: 10 << 20, SnapshotMaxFiles: 500,
-		Bash: Bash{Timeout: 30 * time.Second, MaxTimeout: time.Minute, Env: []string{"GOPATH", "GOFLAGS"}, Network: true, Unconfined: true}}
+		Bash: Bash{Timeout: 30 * time.Second, MaxTimeout: time.Minute, Env: []string{"GOPATH", "GOFLAGS"}, Network: true, Unconfined: true,
+			BackgroundMax: 2 * time.Hour, GitIdentity: "Ada Lovelace <ada@example.com>", UserGitConfig: true}}
 	if diff := cmp.Diff(want, repo.Workspace); diff != "" {
 		t.Errorf("repo (-want +got):\n%s", diff)
 	}
@@ -41,9 +45,11 @@ backends:
 		t.Errorf("repo timeout = %s, want bash.max_timeout plus the margin", repo.Timeout)
 	}
 	scratch, _ := cfg.Backend("scratch")
-	wantDef := &Workspace{Root: cfg.Dir, MaxOutput: DefaultWorkspaceMaxOutput, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "scratch"),
+	// The budget is gateway.output.truncate_at's 40,000 below max_output's
+	// 100,000: the pipeline would cut a larger Read's middle.
+	wantDef := &Workspace{Root: cfg.Dir, MaxOutput: DefaultWorkspaceMaxOutput, Budget: 40000, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "scratch"),
 		SnapshotMaxSize: 1 << 30, SnapshotMaxFiles: 100000,
-		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout}}
+		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout, BackgroundMax: 8 * time.Hour, GitIdentity: "kiln workspace <kiln@workspace.invalid>"}}
 	if diff := cmp.Diff(wantDef, scratch.Workspace); diff != "" {
 		t.Errorf("scratch defaults (-want +got):\n%s", diff)
 	}
@@ -71,6 +77,10 @@ func TestWorkspaceProblems(t *testing.T) {
 			[]string{`kiln.yaml:6: backends.repo.bash.env: is a mapping; bash.env lists the names of kiln's variables passed through, e.g. [GOPATH, GOFLAGS]`}},
 		{"max below timeout", head + "    transport: workspace\n    root: .\n    bash: {timeout: 5m, max_timeout: 1m}\n",
 			[]string{`kiln.yaml:6: backends.repo.bash.max_timeout: 1m0s is shorter than bash.timeout (5m0s); raise max_timeout to at least 5m0s or lower timeout`}},
+		{"background below timeout", head + "    transport: workspace\n    root: .\n    bash: {timeout: 5m, background_max: 1m}\n",
+			[]string{`kiln.yaml:6: backends.repo.bash.background_max: 1m0s is shorter than bash.timeout (5m0s); raise background_max to at least 5m0s`}},
+		{"bad git identity", head + "    transport: workspace\n    root: .\n    bash: {git_identity: ada}\n",
+			[]string{`kiln.yaml:6: backends.repo.bash.git_identity: "ada" is not a git identity; write it as Name <email>, e.g. "kiln workspace <kiln@workspace.invalid>", or "" to leave it to git's config`}},
 		{"network yes", head + "    transport: workspace\n    root: .\n    bash: {network: yes}\n",
 			[]string{`kiln.yaml:6: backends.repo.bash.network: want true or false, got "yes"`}},
 		{"zero max output", head + "    transport: workspace\n    root: .\n    max_output: 0\n",

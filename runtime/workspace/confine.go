@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -67,7 +68,11 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 // systemFiles are single read-only files outside those folders.
 var systemFiles = []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/passwd", "/etc/group",
 	"/etc/nsswitch.conf", "/etc/hosts", "/etc/resolv.conf", "/etc/mime.types", "/etc/bash.bashrc", "/etc/inputrc",
-	"/dev/urandom", "/dev/random"}
+	"/dev/urandom", "/dev/random",
+	// git dies on a system config it may not read ("unable to access
+	// '/etc/gitconfig': Permission denied"), and go build with it, asking
+	// git for the module's VCS status.
+	"/etc/gitconfig", "/etc/gitattributes"}
 
 // goEnv finds the Go toolchain and module cache kiln itself would use, so
 // go commands work confined: GOROOT and the module cache read-only, the
@@ -120,6 +125,26 @@ func (w *Workspace) command(script string) (*exec.Cmd, error) {
 	if !w.cfg.Bash.Network {
 		env = append(env, "GOPROXY=off")
 	}
+	if name, email := config.SplitGitIdentity(w.cfg.Bash.GitIdentity); name != "" {
+		env = append(env, "GIT_AUTHOR_NAME="+name, "GIT_AUTHOR_EMAIL="+email, "GIT_COMMITTER_NAME="+name, "GIT_COMMITTER_EMAIL="+email)
+	}
+	roFiles := systemFiles
+	if w.cfg.Bash.UserGitConfig {
+		// HOME is a private folder: point git at the user's own config,
+		// readable and nothing else of their home.
+		if home, err := os.UserHomeDir(); err == nil {
+			for _, p := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config")} {
+				if _, err := os.Stat(p); err == nil {
+					roFiles = append(slices.Clip(roFiles), p)
+					if filepath.Base(p) == ".gitconfig" {
+						env = append(env, "GIT_CONFIG_GLOBAL="+p)
+					} else if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "GIT_CONFIG_GLOBAL=") }) {
+						env = append(env, "GIT_CONFIG_GLOBAL="+p)
+					}
+				}
+			}
+		}
+	}
 	for _, name := range w.cfg.Bash.Env {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
@@ -127,7 +152,7 @@ func (w *Workspace) command(script string) (*exec.Cmd, error) {
 	}
 	namespaces := !w.confine.noNamespaces.Load()
 	spec := execSpec{Reap: !namespaces, Root: w.root.dir, ReadOnly: w.cfg.ReadOnly, RW: []string{w.tmp, cache}, RO: systemDirs,
-		ROFiles: systemFiles, Landlock: w.confine.landlock, Network: w.cfg.Bash.Network, Command: script, Env: env}
+		ROFiles: roFiles, Landlock: w.confine.landlock, Network: w.cfg.Bash.Network, Command: script, Env: env}
 	if goroot != "" {
 		spec.RO = append(spec.RO, goroot)
 	}

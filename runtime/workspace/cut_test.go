@@ -19,10 +19,10 @@ func TestCutsKeepCharacters(t *testing.T) {
 		t.Fatalf("capText split a character: %q", got)
 	}
 	head, rest, ok := strings.Cut(got, "\n[… ")
-	if !ok || head != strings.Repeat("日", 22) || !strings.HasSuffix(rest, "…]\n"+strings.Repeat("日", 11)) {
+	if !ok || head != strings.Repeat("日", 11) || !strings.HasSuffix(rest, "…]\n"+strings.Repeat("日", 5)) {
 		t.Errorf("capText = %q", got)
 	}
-	if want := "2901 bytes cut"; !strings.Contains(rest, want) {
+	if want := "2952 bytes cut"; !strings.Contains(rest, want) {
 		t.Errorf("capText = %q, want %q", got, want)
 	}
 }

@@ -29,6 +29,9 @@ const (
 	// readMaxBytes bounds what Read loads at all; larger files are read
 	// in ranges with offset and limit.
 	readMaxBytes = 64 << 20
+	// readFooterRoom is kept free of lines for Read's last line, the
+	// offset to continue from.
+	readFooterRoom = 160
 )
 
 var imageTypes = map[string]string{
@@ -87,31 +90,34 @@ func readTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolcall.Re
 	if len(head) == 0 {
 		return toolcall.Text("(the file exists and is empty)")
 	}
-	text, err := numberLines(br, a.Offset, a.Limit)
+	text, err := numberLines(br, a.Offset, a.Limit, w.room(readFooterRoom))
 	if err != nil {
 		return w.pathErr("Read", a.FilePath, err)
 	}
-	return toolcall.Text(w.capText(text))
+	return toolcall.Text(text)
 }
 
 // numberLines renders lines offset.. (1-based) of r cat -n style, cutting
-// long lines. It reads r to its end, to count the lines after the window,
-// but keeps only the window: a file is not loaded whole, so offset
-// reaches lines past any size limit.
-func numberLines(r *bufio.Reader, offset, limit int) (string, error) {
+// long lines, as many whole lines as fit budget bytes. It reads r to its
+// end, to count the lines after the window, but keeps only the window: a
+// file is not loaded whole, so offset reaches lines past any size limit.
+// When lines remain, the last line names the offset of the first one not
+// shown.
+func numberLines(r *bufio.Reader, offset, limit, budget int) (string, error) {
 	if offset < 1 {
 		offset = 1
 	}
 	if limit <= 0 {
 		limit = readDefaultLimit
 	}
-	end := offset - 1 + min(limit, math.MaxInt-offset)
+	end := offset - 1 + min(limit, math.MaxInt-offset) // the last line wanted
 	var (
 		b       strings.Builder
 		n       int    // complete lines read
 		lineLen int    // bytes of line n+1 read so far
 		cur     []byte // its first readLineCut+1 bytes, in the window
 		over    bool   // it has more than line ends past readLineCut
+		full    bool   // the budget ended the window
 	)
 	for {
 		chunk, err := r.ReadSlice('\n')
@@ -132,10 +138,15 @@ func numberLines(r *bufio.Reader, offset, limit int) (string, error) {
 		}
 		if lineLen > 0 {
 			if n >= offset-1 && n < end {
-				writeLine(&b, n+1, cur, over)
-				if b.Len() >= readMaxBytes {
-					// A window this large is cut to max_output anyway.
-					end = n + 1
+				line := renderLine(n+1, cur, over)
+				switch {
+				case b.Len()+len(line) <= budget:
+					b.WriteString(line)
+				case b.Len() == 0:
+					// One line longer than the whole budget.
+					b.WriteString(textcut.Prefix(line, budget) + "… [line cut]\n")
+				default:
+					end, full = n, true
 				}
 			}
 			n++
@@ -149,19 +160,23 @@ func numberLines(r *bufio.Reader, offset, limit int) (string, error) {
 		return fmt.Sprintf("(the file has %d lines; offset %d is past its end)", n, offset), nil
 	}
 	if end < n {
-		fmt.Fprintf(&b, "(%d more lines; continue with offset %d)\n", n-end, end+1)
+		if full {
+			fmt.Fprintf(&b, "(lines %d-%d of %d: as many as fit the %d-byte output budget; continue with offset %d)\n", offset, end, n, budget, end+1)
+		} else {
+			fmt.Fprintf(&b, "(%d more lines; continue with offset %d)\n", n-end, end+1)
+		}
 	}
 	return b.String(), nil
 }
 
-// writeLine writes line i; line holds its first readLineCut+1 bytes and
-// over says whether more than line ends came after them.
-func writeLine(b *strings.Builder, i int, line []byte, over bool) {
+// renderLine is line i as Read shows it; line holds its first
+// readLineCut+1 bytes and over says whether more than line ends came
+// after them.
+func renderLine(i int, line []byte, over bool) string {
 	if over {
-		fmt.Fprintf(b, "%6d\t%s… [line cut]\n", i, textcut.Prefix(string(line), readLineCut))
-		return
+		return fmt.Sprintf("%6d\t%s… [line cut]\n", i, textcut.Prefix(string(line), readLineCut))
 	}
-	fmt.Fprintf(b, "%6d\t%s\n", i, bytes.TrimRight(line[:min(len(line), readLineCut)], "\r\n"))
+	return fmt.Sprintf("%6d\t%s\n", i, bytes.TrimRight(line[:min(len(line), readLineCut)], "\r\n"))
 }
 
 func writeTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
@@ -254,22 +269,22 @@ func (w *Workspace) edit(rel string, a editArgs) (string, *toolcall.Result) {
 	if a.OldString == "" {
 		return "", toolcall.Errorf("Edit: old_string is empty but %s exists; give the exact text to replace, or use Write to replace the whole file", quotePath(a.FilePath))
 	}
-	n := strings.Count(text, a.OldString)
+	plan, err := planEdit(text, a.OldString, a.NewString)
+	if err != nil {
+		return "", toolcall.Errorf("Edit: %v", err)
+	}
+	n := plan.count
 	switch {
 	case n == 0:
 		return "", toolcall.Errorf("Edit: old_string was not found in %s (0 matches); Read the file and copy the text exactly, including whitespace and indentation", quotePath(a.FilePath))
 	case n > 1 && !a.ReplaceAll:
 		return "", toolcall.Errorf("Edit: old_string matches %d places in %s; add surrounding lines to make it unique, or set replace_all: true to change all %d", n, quotePath(a.FilePath), n)
 	}
-	if a.ReplaceAll {
-		text = strings.ReplaceAll(text, a.OldString, a.NewString)
-	} else {
-		text = strings.Replace(text, a.OldString, a.NewString, 1)
-	}
+	text = plan.apply(a.ReplaceAll)
 	if _, err := w.root.writeFile(rel, []byte(text)); err != nil {
 		return "", w.pathErr("Edit", a.FilePath, err)
 	}
-	return fmt.Sprintf("Edited %s: replaced %d occurrence(s)", w.display(rel), max(1, n*btoi(a.ReplaceAll))), nil
+	return fmt.Sprintf("Edited %s: replaced %d occurrence(s)%s", w.display(rel), max(1, n*btoi(a.ReplaceAll)), plan.how), nil
 }
 
 func btoi(b bool) int {

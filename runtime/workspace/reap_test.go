@@ -51,8 +51,8 @@ func TestFallbackExitStatus(t *testing.T) {
 		"true":          "exit code: 0",
 	} {
 		text, _ := f.call("Bash", map[string]any{"command": cmd})
-		if !strings.HasSuffix(text, want) {
-			t.Errorf("Bash %q = %q, want it to end %q", cmd, text, want)
+		if !strings.HasPrefix(text, want) {
+			t.Errorf("Bash %q = %q, want it to start %q", cmd, text, want)
 		}
 	}
 }

@@ -66,7 +66,9 @@ type PathError struct {
 }
 
 func (e *PathError) Error() string {
-	return fmt.Sprintf("%s: %s", quotePath(e.Path), e.Reason)
+	// Never "path: reason": the scrubber reads "/etc/passwd": … as a
+	// password assignment and would hide the reason.
+	return fmt.Sprintf("%s (%s)", quotePath(e.Path), e.Reason)
 }
 
 func (e *PathError) Unwrap() error { return e.Err }

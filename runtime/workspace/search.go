@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -27,7 +28,8 @@ const (
 	walkMaxEntries = 200000
 	// grepMaxFileBytes skips files too large to be source.
 	grepMaxFileBytes = 16 << 20
-	globMaxResults   = 1000
+	// globMaxResults is as many paths as Claude Code's Glob returns.
+	globMaxResults = 100
 )
 
 var errWalkLimit = errors.New("walk limit reached")
@@ -250,8 +252,10 @@ func (w *Workspace) searchDir(tool, p string) (string, *toolcall.Result) {
 
 func globTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
 	var a struct {
-		Pattern string `json:"pattern"`
-		Path    string `json:"path"`
+		Pattern  string `json:"pattern"`
+		Path     string `json:"path"`
+		Hidden   bool   `json:"hidden"`
+		NoIgnore bool   `json:"no_ignore"`
 	}
 	if err := decode(raw, &a); err != nil {
 		return toolcall.Errorf("Glob: %v", err)
@@ -272,7 +276,14 @@ func globTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		mod time.Time
 	}
 	var hits []hit
+	filter := newSearchFilter(w.root, base, a.Hidden, a.NoIgnore)
 	err = w.root.walkTree(ctx, base, func(rel string, d fs.DirEntry) error {
+		if filter.skip(w.root, rel, d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		sub, _ := filepath.Rel(base, rel)
 		if !d.IsDir() && pat.match(filepath.ToSlash(sub)) {
 			var mod time.Time
@@ -297,7 +308,7 @@ func globTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 	var b strings.Builder
 	for i, h := range hits {
 		if i == globMaxResults {
-			fmt.Fprintf(&b, "(%d more; narrow the pattern)\n", len(hits)-i)
+			fmt.Fprintf(&b, "(%d more files match, %d in all; only the newest %d are shown: narrow the pattern or path)\n", len(hits)-i, len(hits), globMaxResults)
 			break
 		}
 		b.WriteString(w.display(h.rel) + "\n")
@@ -307,9 +318,17 @@ func globTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 
 // grepTypes maps ripgrep's common --type names to file globs.
 var grepTypes = map[string]string{
-	"go": "*.go", "js": "*.{js,mjs,cjs,jsx}", "ts": "*.{ts,tsx,mts,cts}", "py": "*.{py,pyi}", "rust": "*.rs",
-	"java": "*.java", "c": "*.{c,h}", "cpp": "*.{cpp,cc,cxx,hpp,hh,h}", "md": "*.{md,markdown}", "json": "*.json",
-	"yaml": "*.{yaml,yml}", "sh": "*.{sh,bash}", "html": "*.{html,htm}", "css": "*.css", "rb": "*.rb", "toml": "*.toml",
+	"go": "*.go", "js": "*.{js,mjs,cjs,jsx}", "ts": "*.{ts,tsx,mts,cts}", "tsx": "*.tsx", "py": "*.{py,pyi}", "rust": "*.rs",
+	"java": "*.java", "kotlin": "*.{kt,kts}", "scala": "*.{scala,sc}", "swift": "*.swift", "cs": "*.{cs,csx}",
+	"fsharp": "*.{fs,fsi,fsx}", "php": "*.{php,php3,php4,php5,phtml}", "c": "*.{c,h}", "cpp": "*.{cpp,cc,cxx,c++,hpp,hh,hxx,h,inl}",
+	"objc": "*.{h,m}", "md": "*.{md,markdown,mdx}", "json": "*.{json,jsonl}", "yaml": "*.{yaml,yml}", "toml": "*.toml",
+	"xml": "*.{xml,xsd,xsl,xslt}", "sh": "*.{sh,bash,zsh}", "html": "*.{html,htm}", "css": "*.{css,scss,sass,less}",
+	"rb": "*.{rb,gemspec,rake}", "lua": "*.lua", "sql": "*.sql", "vue": "*.vue", "svelte": "*.svelte", "dart": "*.dart",
+	"elixir": "*.{ex,exs,eex,heex}", "erlang": "*.{erl,hrl}", "haskell": "*.{hs,lhs}", "ocaml": "*.{ml,mli}",
+	"clojure": "*.{clj,cljs,cljc,edn}", "r": "*.{R,r,Rmd}", "perl": "*.{pl,pm,t}", "zig": "*.zig", "nim": "*.nim",
+	"julia": "*.jl", "proto": "*.proto", "tf": "*.{tf,tfvars}", "docker": "{Dockerfile,*.dockerfile,Dockerfile.*}",
+	"make": "{Makefile,makefile,GNUmakefile,*.mk}", "cmake": "{CMakeLists.txt,*.cmake}", "gradle": "*.{gradle,gradle.kts}",
+	"graphql": "*.{graphql,gql}", "txt": "*.txt", "csv": "*.csv", "ps": "*.{ps1,psm1,psd1}",
 }
 
 type grepArgs struct {
@@ -324,7 +343,10 @@ type grepArgs struct {
 	B          int    `json:"-B"`
 	C          int    `json:"-C"`
 	HeadLimit  int    `json:"head_limit"`
+	Offset     int    `json:"offset"`
 	Multiline  bool   `json:"multiline"`
+	Hidden     bool   `json:"hidden"`
+	NoIgnore   bool   `json:"no_ignore"`
 }
 
 func grepTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
@@ -361,7 +383,7 @@ func grepTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 	if a.Type != "" {
 		g, ok := grepTypes[a.Type]
 		if !ok {
-			return toolcall.Errorf("Grep: unknown type %q; known types: %s (or use glob)", a.Type, strings.Join(slices.Sorted(mapKeys(grepTypes)), ", "))
+			return toolcall.Errorf("Grep: unknown type %q; known types: %s (or use glob)", a.Type, strings.Join(slices.Sorted(maps.Keys(grepTypes)), ", "))
 		}
 		globText = g
 	}
@@ -377,11 +399,24 @@ func grepTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 	}
 	before, after := max(a.B, a.C), max(a.A, a.C)
 	numbers := a.N == nil || *a.N
-	var out []string
-	limit := a.HeadLimit
-	full := func() bool { return limit > 0 && len(out) >= limit }
-	visit := func(rel string) {
-		if full() {
+	type fileHit struct {
+		shown string
+		mod   time.Time
+	}
+	var (
+		out   []string  // content and count entries, in walk order
+		files []fileHit // files_with_matches, sorted newest first below
+	)
+	// Content and count output is in walk order, so the walk stops once
+	// it has what offset and head_limit ask for; files are sorted by
+	// modification time, so all are found first.
+	need := 0
+	if a.HeadLimit > 0 && mode != "files_with_matches" {
+		need = a.Offset + a.HeadLimit + 1 // one more tells whether any are left
+	}
+	enough := func() bool { return need > 0 && len(out) >= need }
+	visit := func(rel string, mod time.Time) {
+		if enough() {
 			return
 		}
 		f, err := w.root.open(rel, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
@@ -397,7 +432,7 @@ func grepTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		switch mode {
 		case "files_with_matches":
 			if re.Match(data) {
-				out = append(out, shown)
+				files = append(files, fileHit{shown, mod})
 			}
 		case "count":
 			if n := countMatches(re, data, a.Multiline); n > 0 {
@@ -405,7 +440,7 @@ func grepTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 			}
 		default:
 			for _, l := range contentLines(re, data, a.Multiline, before, after) {
-				if full() {
+				if enough() {
 					return
 				}
 				if numbers {
@@ -416,13 +451,27 @@ func grepTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 			}
 		}
 	}
+	modTime := func(d fs.DirEntry) time.Time {
+		if info, err := d.Info(); err == nil {
+			return info.ModTime()
+		}
+		return time.Time{}
+	}
+	note := ""
 	// A path naming one file searches just it.
 	if fi, err := os.Lstat(filepath.Join(w.root.dir, base)); err == nil && fi.Mode().IsRegular() {
-		visit(base)
+		visit(base, fi.ModTime())
 	} else {
+		filter := newSearchFilter(w.root, base, a.Hidden, a.NoIgnore)
 		err := w.root.walkTree(ctx, base, func(rel string, d fs.DirEntry) error {
-			if full() {
+			if enough() {
 				return errWalkLimit
+			}
+			if filter.skip(w.root, rel, d.IsDir()) {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
 			}
 			if !d.Type().IsRegular() {
 				return nil
@@ -430,31 +479,62 @@ func grepTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 			if fileGlob != nil && !fileGlob.match(d.Name()) && !fileGlob.match(filepath.ToSlash(rel)) {
 				return nil
 			}
-			visit(rel)
+			visit(rel, modTime(d))
 			return nil
 		})
-		if err != nil && !errors.Is(err, errWalkLimit) {
+		switch {
+		case errors.Is(err, errWalkLimit) && !enough():
+			note = fmt.Sprintf("\n(stopped after %d entries; narrow path)", walkMaxEntries)
+		case err != nil && !errors.Is(err, errWalkLimit):
 			return w.pathErr("Grep", a.Path, err)
 		}
 	}
-	if len(out) == 0 {
-		return toolcall.Text("No matches found")
-	}
-	text := strings.Join(out, "\n")
-	if full() {
-		text += fmt.Sprintf("\n(stopped at head_limit=%d)", limit)
-	}
-	return toolcall.Text(w.capText(text))
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
+	if mode == "files_with_matches" {
+		slices.SortStableFunc(files, func(a, b fileHit) int { return b.mod.Compare(a.mod) })
+		for _, f := range files {
+			out = append(out, f.shown)
 		}
 	}
+	if len(out) == 0 {
+		return toolcall.Text("No matches found" + note)
+	}
+	return toolcall.Text(w.pageLines(out, a.Offset, a.HeadLimit, note))
+}
+
+// pageLines joins entries offset.. (at most limit, 0: all) as whole lines
+// within the budget; when entries remain it says the offset to continue
+// from.
+func (w *Workspace) pageLines(entries []string, offset, limit int, note string) string {
+	if offset >= len(entries) {
+		return fmt.Sprintf("(%d entries; offset %d is past the last)", len(entries), offset)
+	}
+	budget := w.room(200 + len(note))
+	end := len(entries)
+	if limit > 0 {
+		end = min(end, offset+limit)
+	}
+	var b strings.Builder
+	i := offset
+	for ; i < end; i++ {
+		line := entries[i]
+		if b.Len()+len(line)+1 > budget {
+			if b.Len() > 0 {
+				break
+			}
+			line = textcut.Prefix(line, budget-20) + "… [line cut]"
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(line)
+	}
+	switch {
+	case i < end:
+		fmt.Fprintf(&b, "\n(entries %d-%d of %d: as many as fit the %d-byte output budget; continue with offset %d)", offset+1, i, len(entries), w.budget(), i)
+	case limit > 0 && end < len(entries):
+		fmt.Fprintf(&b, "\n(stopped at head_limit=%d; continue with offset %d)", limit, end)
+	}
+	return b.String() + note
 }
 
 func countMatches(re *regexp.Regexp, data []byte, multiline bool) int {

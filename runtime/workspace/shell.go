@@ -1,18 +1,22 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/textcut"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
@@ -70,6 +74,13 @@ func (o *outBuf) Write(p []byte) (int, error) {
 		o.next = (o.next + k) % outBufMax
 	}
 	return n, nil
+}
+
+// written is how many bytes were ever written.
+func (o *outBuf) written() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.total
 }
 
 // since returns output from absolute offset off, the new offset, and how
@@ -149,6 +160,16 @@ func (s *shell) killFor(reason string) {
 	s.kill()
 }
 
+// finished reports whether the shell has ended.
+func (s *shell) finished() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // status is how a finished shell ended, for a model.
 func (s *shell) status() (code int, line string) {
 	s.mu.Lock()
@@ -159,7 +180,8 @@ func (s *shell) status() (code int, line string) {
 	return s.exit, "exit code: " + strconv.Itoa(s.exit)
 }
 
-// spawn starts script under the workspace's confinement.
+// spawn starts script under the workspace's confinement, as the next
+// bash_N.
 func (w *Workspace) spawn(script string) (*shell, error) {
 	w.mu.Lock()
 	if w.closed {
@@ -168,8 +190,12 @@ func (w *Workspace) spawn(script string) (*shell, error) {
 	}
 	w.nextID++
 	seq := w.nextID
-	id := "bash_" + strconv.Itoa(seq)
 	w.mu.Unlock()
+	return w.spawnAs("bash_"+strconv.Itoa(seq), seq, script)
+}
+
+// spawnAs starts script as shell id.
+func (w *Workspace) spawnAs(id string, seq int, script string) (*shell, error) {
 	out := &outBuf{}
 	cmd, err := w.start(script, func(c *exec.Cmd) {
 		c.Stdout, c.Stderr = out, out
@@ -256,14 +282,17 @@ func (w *Workspace) admitBackground() bool {
 		w.background++
 		return true
 	}
+	// The oldest finished shell whose output was all read goes first,
+	// then the oldest finished one.
 	var oldest *shell
+	oldestRead := false
 	for _, s := range w.shells {
-		select {
-		case <-s.done:
-			if s.background && (oldest == nil || s.seq < oldest.seq) {
-				oldest = s
-			}
-		default:
+		if !s.background || !s.finished() {
+			continue
+		}
+		read := s.allRead()
+		if oldest == nil || (read && !oldestRead) || (read == oldestRead && s.seq < oldest.seq) {
+			oldest, oldestRead = s, read
 		}
 	}
 	if oldest == nil {
@@ -290,16 +319,24 @@ func bashTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		return toolcall.Errorf("Bash refused the command: %s", msg)
 	}
 	timeout := w.cfg.Bash.Timeout
-	if a.Timeout < 0 {
-		return toolcall.Errorf("Bash: timeout must be positive milliseconds")
+	if a.RunInBackground {
+		timeout = w.backgroundMax()
 	}
 	if a.Timeout > 0 {
-		// Compared in milliseconds: 2^60 ms as nanoseconds wraps negative.
-		timeout = time.Duration(min(a.Timeout, w.cfg.Bash.MaxTimeout.Milliseconds()+1)) * time.Millisecond
-		if timeout > w.cfg.Bash.MaxTimeout {
-			return toolcall.Errorf("Bash: timeout %d ms is over this workspace's maximum of %d ms; ask for at most that, or use run_in_background: true",
-				a.Timeout, w.cfg.Bash.MaxTimeout.Milliseconds())
+		limit, key := w.cfg.Bash.MaxTimeout, "max_timeout"
+		if a.RunInBackground {
+			limit, key = w.backgroundMax(), "background_max"
 		}
+		// Compared in milliseconds: 2^60 ms as nanoseconds wraps negative.
+		if a.Timeout > limit.Milliseconds() {
+			hint := "or use run_in_background: true"
+			if a.RunInBackground {
+				hint = "or leave timeout out to run up to bash." + key
+			}
+			return toolcall.Errorf("Bash: timeout %d ms is over this workspace's maximum of %d ms (bash.%s); ask for at most that, %s",
+				a.Timeout, limit.Milliseconds(), key, hint)
+		}
+		timeout = time.Duration(a.Timeout) * time.Millisecond
 	}
 	if a.RunInBackground {
 		if !w.admitBackground() {
@@ -317,35 +354,44 @@ func bashTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.
 		s.background = true
 		w.track(s)
 		go func() {
-			// Background shells live at most max_timeout.
-			t := time.NewTimer(w.cfg.Bash.MaxTimeout)
+			t := time.NewTimer(timeout)
 			defer t.Stop()
 			select {
 			case <-s.done:
 			case <-t.C:
-				s.killFor(fmt.Sprintf("ran past max_timeout (%s)", w.cfg.Bash.MaxTimeout))
+				reason := fmt.Sprintf("ran past its timeout (%s)", timeout)
+				if a.Timeout == 0 {
+					reason = fmt.Sprintf("ran past bash.background_max (%s)", timeout)
+				}
+				s.killFor(reason)
 			}
 		}()
 		return toolcall.Text(fmt.Sprintf("Command running in the background with bash_id %s. Read its output with BashOutput {\"bash_id\": %q}; stop it with KillShell {\"shell_id\": %q}.", s.id, s.id, s.id))
 	}
-	out, _, status, err := w.run(ctx, a.Command, timeout)
+	out, code, status, err := w.run(ctx, a.Command, timeout)
 	if err != nil {
 		return toolcall.Errorf("Bash could not start the command: %v", err)
 	}
 	res := toolcall.Text(w.shellText(out, status))
-	if strings.Contains(status, "killed") {
-		res.IsError = true
-	}
+	res.IsError = code != 0
 	return res
 }
 
+// backgroundMax is how long a background shell that names no timeout
+// runs.
+func (w *Workspace) backgroundMax() time.Duration {
+	return cmp.Or(w.cfg.Bash.BackgroundMax, config.DefaultBashBackgroundMax)
+}
+
+// shellText is a command's status line first (its exit code, where a
+// model looks), then its output within the budget.
 func (w *Workspace) shellText(out, status string) string {
 	if out == "" {
 		out = "(no output)\n"
 	} else if !strings.HasSuffix(out, "\n") {
 		out += "\n"
 	}
-	return w.capText(out) + status
+	return status + "\n" + w.capText(out)
 }
 
 func bashOutputTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolcall.Result {
@@ -358,7 +404,7 @@ func bashOutputTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolc
 	}
 	s := w.shell(a.BashID)
 	if s == nil {
-		return toolcall.Errorf("BashOutput: no shell %q; running shells: %s", a.BashID, w.shellList())
+		return toolcall.Errorf("BashOutput: no shell %q; background shells: %s", a.BashID, w.shellList())
 	}
 	var re *regexp.Regexp
 	if a.Filter != "" {
@@ -367,35 +413,70 @@ func bashOutputTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolc
 			return toolcall.Errorf("BashOutput: filter is not a valid RE2 regular expression: %v", err)
 		}
 	}
-	finished := false
-	select {
-	case <-s.done:
-		finished = true
-	default:
-	}
-	s.mu.Lock()
-	text, next, lost := s.out.since(s.read)
-	s.read = next
-	s.mu.Unlock()
-	if re != nil {
-		var keep []string
-		for _, l := range strings.SplitAfter(text, "\n") {
-			if l != "" && re.MatchString(l) {
-				keep = append(keep, l)
-			}
-		}
-		text = strings.Join(keep, "")
-	}
+	finished := s.finished() // before reading: output written before the end is all there
+	text, more, lost := s.take(re, w.room(200), finished)
 	if lost > 0 {
-		text = fmt.Sprintf("[%d earlier bytes were dropped]\n", lost) + text
+		text = fmt.Sprintf("[%d earlier bytes were dropped: a shell keeps its newest %d MiB]\n", lost, outBufMax>>20) + text
+	}
+	if more {
+		text += "[more output waiting: call BashOutput again to read on]\n"
 	}
 	status := "status: running"
+	code := 0
 	if finished {
-		_, st := s.status()
+		var st string
+		code, st = s.status()
 		status = "status: finished, " + st
-		w.untrack(s)
 	}
-	return toolcall.Text(w.shellText(text, status))
+	res := toolcall.Text(w.shellText(text, status))
+	res.IsError = finished && code != 0
+	return res
+}
+
+// take returns the shell's unread output up to budget bytes of whole
+// lines (one longer line is cut), keeping only lines re matches when re
+// is set, and moves the read offset past what it looked at: what does not
+// fit stays unread for the next call. more says output is left; lost
+// counts unread bytes the ring dropped.
+//
+// While the shell runs, a last line without its newline waits for the
+// rest unless it is all there is (a prompt), so a line is not split
+// across reads.
+func (s *shell) take(re *regexp.Regexp, budget int, finished bool) (text string, more bool, lost int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all, total, lost := s.out.since(s.read)
+	start := total - len(all)
+	var b strings.Builder
+	used := 0
+	for used < len(all) {
+		line := all[used:]
+		if i := strings.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i+1]
+		} else if !finished && used > 0 {
+			break
+		}
+		keep := re == nil || re.MatchString(strings.TrimRight(line, "\r\n"))
+		if keep && b.Len()+len(line) > budget {
+			if b.Len() > 0 {
+				break
+			}
+			line = textcut.Prefix(line, budget) // one line over the whole budget
+		}
+		if keep {
+			b.WriteString(line)
+		}
+		used += len(line)
+	}
+	s.read = start + used
+	return b.String(), used < len(all), lost
+}
+
+// allRead reports whether BashOutput has returned all the shell's output.
+func (s *shell) allRead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.read >= s.out.written()
 }
 
 func killShellTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolcall.Result {
@@ -409,10 +490,13 @@ func killShellTool(w *Workspace, _ context.Context, raw json.RawMessage) *toolca
 	if s == nil {
 		return toolcall.Errorf("KillShell: no shell %q; running shells: %s", a.ShellID, w.shellList())
 	}
+	if s.finished() {
+		_, st := s.status()
+		return toolcall.Text(fmt.Sprintf("Shell %s had already finished (%s); its output stays readable with BashOutput", a.ShellID, st))
+	}
 	s.killFor("killed with KillShell")
 	<-s.done
-	w.untrack(s)
-	return toolcall.Text(fmt.Sprintf("Shell %s killed", a.ShellID))
+	return toolcall.Text(fmt.Sprintf("Shell %s killed; its unread output stays readable with BashOutput {\"bash_id\": %q}", a.ShellID, a.ShellID))
 }
 
 func (w *Workspace) shell(id string) *shell {
@@ -428,9 +512,14 @@ func (w *Workspace) shellList() string {
 	if len(w.shells) == 0 {
 		return "none"
 	}
+	list := slices.SortedFunc(maps.Values(w.shells), func(a, b *shell) int { return a.seq - b.seq })
 	var ids []string
-	for id, s := range w.shells {
-		ids = append(ids, fmt.Sprintf("%s (%q)", id, cut(s.command, 60)))
+	for _, s := range list {
+		state := "running"
+		if s.finished() {
+			state = "finished"
+		}
+		ids = append(ids, fmt.Sprintf("%s (%s, %q)", s.id, state, cut(s.command, 60)))
 	}
 	return strings.Join(ids, ", ")
 }

@@ -133,7 +133,10 @@ func testBackgroundShells(t *testing.T, f *fixture) {
 	if !strings.Contains(got, "two") || !strings.Contains(got, "exit code: 0") {
 		t.Fatalf("final BashOutput = %q", got)
 	}
-	f.expectErr("BashOutput", map[string]any{"bash_id": "bash_1"}, "no shell")
+	// A finished shell stays readable: its status, nothing read twice.
+	if again := f.expectOK("BashOutput", map[string]any{"bash_id": "bash_1"}); !strings.Contains(again, "status: finished, exit code: 0") || strings.Contains(again, "two") {
+		t.Fatalf("BashOutput after the last read = %q", again)
+	}
 
 	m := marker()
 	f.expectOK("Bash", map[string]any{"command": spawnTree(m), "run_in_background": true})
@@ -203,10 +206,10 @@ func TestBackgroundShellsEndWithTheirSession(t *testing.T) {
 	}
 	// The shell itself is reaped after its children: until then it is
 	// still running.
-	out := f.expectOK("BashOutput", map[string]any{"bash_id": "bash_1"})
+	out, _ := f.call("BashOutput", map[string]any{"bash_id": "bash_1"})
 	for strings.Contains(out, "status: running") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
-		out = f.expectOK("BashOutput", map[string]any{"bash_id": "bash_1"})
+		out, _ = f.call("BashOutput", map[string]any{"bash_id": "bash_1"})
 	}
 	if !strings.Contains(out, "the client session that started it ended") {
 		t.Errorf("BashOutput of the ended session's shell = %q", out)

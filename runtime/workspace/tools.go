@@ -4,86 +4,124 @@ import (
 	"encoding/json"
 )
 
+// Tool hints (MCP annotations): clients ask before running a tool that is
+// not read-only, warn more for destructive ones, retry idempotent ones,
+// and treat open-world ones as reaching past the workspace. Every
+// workspace tool sets all four: a missing hint reads as its worst case
+// (destructive, open-world).
+var (
+	readOnly  = hints{ReadOnly: true, Idempotent: true}
+	reads     = hints{ReadOnly: true} // BashOutput: reading consumes the output
+	rewrites  = hints{Destructive: true, Idempotent: true}
+	changes   = hints{Destructive: true} // Edit, Bash
+	checks    = hints{Idempotent: true}  // run_*: build caches, nothing of the tree
+	addsState = hints{}                  // snapshot_create: a new copy, nothing lost
+)
+
+type hints struct {
+	ReadOnly    bool `json:"readOnlyHint"`
+	Destructive bool `json:"destructiveHint"`
+	Idempotent  bool `json:"idempotentHint"`
+	OpenWorld   bool `json:"openWorldHint"`
+}
+
 // tools is the workspace's tool table: names and argument shapes follow
 // Claude Code's built-in tools verbatim (PascalCase), the project-native
 // tools are snake_case. The schemas are kiln's source, so every binary
-// serves them without a recorded manifest.
+// serves them without a recorded manifest; Call checks arguments against
+// them (args.go), so every field they advertise is enforced.
 var tools = []Tool{
-	{Name: "Read", call: readTool,
-		Description: "Reads a file from the workspace. file_path is absolute inside the workspace root or relative to it. Returns up to 2000 lines from offset (1-based) in cat -n format; lines longer than 2000 characters are cut. Images (png, jpg, gif, webp) come back as image content.",
+	{Name: "Read", call: readTool, hints: readOnly,
+		Description: "Reads a file from the workspace. file_path is absolute inside the workspace root or relative to it. Returns whole lines from offset (1-based) in cat -n format: up to limit lines (default 2000) and as many as fit this workspace's output budget; when lines remain it ends with the offset to continue from. Lines longer than 2000 characters are cut. Line ends are shown without \\r; Edit matches a CRLF file's lines all the same. Images (png, jpg, gif, webp) come back as image content.",
 		InputSchema: schema(`{"type":"object","properties":{
 			"file_path":{"type":"string","description":"The file to read"},
-			"offset":{"type":"number","description":"The line number to start reading from"},
-			"limit":{"type":"number","description":"The number of lines to read"}},"required":["file_path"]}`)},
-	{Name: "Write", writes: true, call: writeTool,
+			"offset":{"type":"integer","minimum":1,"description":"The line number to start reading from (1-based)"},
+			"limit":{"type":"integer","minimum":1,"description":"The number of lines to read"}},"required":["file_path"],"additionalProperties":false}`)},
+	{Name: "Write", writes: true, call: writeTool, hints: rewrites,
 		Description: "Writes a file in the workspace, replacing it atomically if it exists and creating parent folders. Go files get gofmt and go vet findings appended.",
 		InputSchema: schema(`{"type":"object","properties":{
 			"file_path":{"type":"string","description":"The file to write"},
-			"content":{"type":"string","description":"The content to write to the file"}},"required":["file_path","content"]}`)},
-	{Name: "Edit", writes: true, call: editTool,
-		Description: "Replaces exact text in a file. Fails if old_string is not found, or is found more than once unless replace_all is true. Go files get gofmt and go vet findings appended.",
+			"content":{"type":"string","description":"The content to write to the file"}},"required":["file_path","content"],"additionalProperties":false}`)},
+	{Name: "Edit", writes: true, call: editTool, hints: changes,
+		Description: "Replaces exact text in a file. Fails if old_string is not found, or is found more than once unless replace_all is true. In a file with CRLF line ends, \\n in old_string and new_string stands for \\r\\n. A [REDACTED:…] marker copied from Read's output matches the secret it hides, and the same marker in new_string keeps that secret. Go files get gofmt and go vet findings appended.",
 		InputSchema: schema(`{"type":"object","properties":{
 			"file_path":{"type":"string","description":"The file to modify"},
 			"old_string":{"type":"string","description":"The text to replace"},
 			"new_string":{"type":"string","description":"The text to replace it with (must be different from old_string)"},
-			"replace_all":{"type":"boolean","default":false,"description":"Replace all occurrences of old_string"}},"required":["file_path","old_string","new_string"]}`)},
-	{Name: "Glob", call: globTool,
-		Description: "Finds files by glob pattern (** matches any folders, {a,b} alternatives), newest first.",
+			"replace_all":{"type":"boolean","default":false,"description":"Replace all occurrences of old_string"}},"required":["file_path","old_string","new_string"],"additionalProperties":false}`)},
+	{Name: "Glob", call: globTool, hints: readOnly,
+		Description: "Finds files by glob pattern (** matches any folders, {a,b} alternatives), newest first, at most 100. Like ripgrep it skips what .gitignore and .ignore files exclude and hidden files and folders, unless hidden or no_ignore says otherwise.",
 		InputSchema: schema(`{"type":"object","properties":{
 			"pattern":{"type":"string","description":"The glob pattern to match files against, e.g. **/*.go"},
-			"path":{"type":"string","description":"The folder to search in (default: the workspace root)"}},"required":["pattern"]}`)},
-	{Name: "Grep", call: grepTool,
-		Description: "Searches file contents with a regular expression (RE2 syntax). output_mode files_with_matches (default), content or count; glob or type filter files.",
+			"path":{"type":"string","description":"The folder to search in (default: the workspace root)"},
+			"hidden":{"type":"boolean","default":false,"description":"Also match hidden files and folders (names starting with .)"},
+			"no_ignore":{"type":"boolean","default":false,"description":"Also match files .gitignore and .ignore exclude"}},"required":["pattern"],"additionalProperties":false}`)},
+	{Name: "Grep", call: grepTool, hints: readOnly,
+		Description: "Searches file contents with a regular expression (RE2 syntax). output_mode files_with_matches (default, newest first), content or count; glob or type filter files. Like ripgrep it skips what .gitignore and .ignore files exclude and hidden files and folders, unless hidden or no_ignore says otherwise. Output stops at whole lines within the output budget; offset continues past what was shown.",
 		InputSchema: schema(`{"type":"object","properties":{
 			"pattern":{"type":"string","description":"The regular expression to search for"},
 			"path":{"type":"string","description":"File or folder to search in (default: the workspace root)"},
 			"glob":{"type":"string","description":"Glob to filter files, e.g. *.js or *.{ts,tsx}"},
-			"type":{"type":"string","description":"File type to search, e.g. go, js, py, rust"},
-			"output_mode":{"type":"string","enum":["content","files_with_matches","count"]},
+			"type":{"type":"string","description":"File type to search, as ripgrep names them: go, js, ts, tsx, py, rust, java, kotlin, swift, cs, php, c, cpp, rb, …"},
+			"output_mode":{"type":"string","enum":["content","files_with_matches","count"],"default":"files_with_matches"},
 			"-i":{"type":"boolean","description":"Case insensitive search"},
-			"-n":{"type":"boolean","description":"Show line numbers (content mode)"},
-			"-A":{"type":"number","description":"Lines to show after each match (content mode)"},
-			"-B":{"type":"number","description":"Lines to show before each match (content mode)"},
-			"-C":{"type":"number","description":"Lines to show before and after each match (content mode)"},
-			"head_limit":{"type":"number","description":"Keep only the first N lines or entries"},
-			"multiline":{"type":"boolean","description":"Let . match newlines and patterns span lines"}},"required":["pattern"]}`)},
-	{Name: "Bash", call: bashTool,
-		Description: "Runs a bash command in the workspace root, confined to it: no files outside the root and a private temporary folder, no network unless the workspace allows it, only the configured environment. Output (stdout and stderr) ends with its exit code; at the timeout the whole process group is killed and the exit code is 124.",
+			"-n":{"type":"boolean","default":true,"description":"Show line numbers (content mode)"},
+			"-A":{"type":"integer","minimum":0,"maximum":10000,"description":"Lines to show after each match (content mode)"},
+			"-B":{"type":"integer","minimum":0,"maximum":10000,"description":"Lines to show before each match (content mode)"},
+			"-C":{"type":"integer","minimum":0,"maximum":10000,"description":"Lines to show before and after each match (content mode)"},
+			"head_limit":{"type":"integer","minimum":1,"description":"Keep only the first N lines or entries"},
+			"offset":{"type":"integer","minimum":0,"description":"Skip the first N lines or entries (to continue where the output stopped)"},
+			"multiline":{"type":"boolean","description":"Let . match newlines and patterns span lines"},
+			"hidden":{"type":"boolean","default":false,"description":"Also search hidden files and folders (names starting with .)"},
+			"no_ignore":{"type":"boolean","default":false,"description":"Also search files .gitignore and .ignore exclude"}},"required":["pattern"],"additionalProperties":false}`)},
+	{Name: "Bash", call: bashTool, hints: changes,
+		Description: "Runs a bash command in the workspace root, confined to it: no files outside the root and a private temporary folder, no network unless the workspace allows it, only the configured environment. Each call starts a new shell in the root: cd, exported variables and shell options do not carry over to the next call (chain commands with && or cd in the same command). A non-zero exit is an error result; the text starts with the exit code, then the output (stdout and stderr). At the timeout the whole process group is killed and the exit code is 124. With run_in_background the command keeps running (timeout, if given, still ends it); read it with BashOutput.",
 		InputSchema: schema(`{"type":"object","properties":{
 			"command":{"type":"string","description":"The command to execute"},
-			"timeout":{"type":"number","description":"Optional timeout in milliseconds"},
+			"timeout":{"type":"integer","minimum":1,"description":"Optional timeout in milliseconds"},
 			"description":{"type":"string","description":"Clear, concise description of what this command does in 5-10 words"},
-			"run_in_background":{"type":"boolean","description":"Run in the background; read its output later with BashOutput"}},"required":["command"]}`)},
-	{Name: "BashOutput", call: bashOutputTool,
-		Description: "Returns the new output of a background shell since the last read, and whether it is still running.",
+			"run_in_background":{"type":"boolean","description":"Run in the background; read its output later with BashOutput"}},"required":["command"],"additionalProperties":false}`)},
+	{Name: "BashOutput", call: bashOutputTool, hints: reads,
+		Description: "Returns the new output of a background shell since the last read, and whether it is still running or how it ended. A finished or killed shell keeps its status and unread output until read.",
 		InputSchema: schema(`{"type":"object","properties":{
 			"bash_id":{"type":"string","description":"The ID of the background shell"},
-			"filter":{"type":"string","description":"Optional regular expression; only matching lines are returned"}},"required":["bash_id"]}`)},
-	{Name: "KillShell", call: killShellTool,
-		Description: "Kills a background shell and everything it started.",
+			"filter":{"type":"string","description":"Optional regular expression; only matching lines are returned (^ and $ anchor each line)"}},"required":["bash_id"],"additionalProperties":false}`)},
+	{Name: "KillShell", call: killShellTool, hints: rewrites,
+		Description: "Kills a background shell and everything it started. Its status and unread output stay readable with BashOutput.",
 		InputSchema: schema(`{"type":"object","properties":{
-			"shell_id":{"type":"string","description":"The ID of the background shell to kill"}},"required":["shell_id"]}`)},
-	{Name: "run_tests", call: verifyTool("run_tests", func(p project) string { return p.tests }),
-		Description: "Runs the project's tests, detected from the root: go.mod → go test ./..., package.json → its test script, pyproject.toml → pytest.",
+			"shell_id":{"type":"string","description":"The ID of the background shell to kill"}},"required":["shell_id"],"additionalProperties":false}`)},
+	{Name: "run_tests", call: verifyTool("run_tests", func(p project, path, name string) string { return p.tests(path, name) }), hints: checks,
+		Description: "Runs the project's tests, detected from the root: go.mod → go test, package.json → its test script, pyproject.toml, setup.cfg, setup.py, pytest.ini or tox.ini → python -m pytest (with the project's .venv when there is one). path narrows to a package, folder or file; name to the tests whose name matches. A failed run is an error result.",
+		InputSchema: schema(`{"type":"object","properties":{
+			"path":{"type":"string","description":"Package, folder or test file to run, relative to the root (Go: ./pkg/..., JS: a test file, Python: tests/test_x.py)"},
+			"name":{"type":"string","description":"Only tests whose name matches (go test -run, jest/vitest -t, pytest -k)"},
+			"timeout":{"type":"integer","minimum":1,"description":"Optional timeout in milliseconds (default: the Bash timeout)"}},"additionalProperties":false}`)},
+	{Name: "run_lint", call: verifyTool("run_lint", func(p project, _, _ string) string { return p.lint }), hints: checks,
+		Description: "Runs the project's linters: go.mod → go vet ./... and gofmt -l, package.json → its lint script, Python → ruff. Findings are an error result.",
 		InputSchema: verifySchema},
-	{Name: "run_lint", call: verifyTool("run_lint", func(p project) string { return p.lint }),
-		Description: "Runs the project's linters: go.mod → go vet ./... and gofmt -l, package.json → its lint script, pyproject.toml → ruff.",
+	{Name: "run_typecheck", call: verifyTool("run_typecheck", func(p project, _, _ string) string { return p.typechek }), hints: checks,
+		Description: "Type-checks the project: go.mod → go build ./..., package.json → its typecheck script or tsc --noEmit, Python → mypy. Errors are an error result.",
 		InputSchema: verifySchema},
-	{Name: "run_typecheck", call: verifyTool("run_typecheck", func(p project) string { return p.typechek }),
-		Description: "Type-checks the project: go.mod → go build ./..., package.json → its typecheck script or tsc --noEmit, pyproject.toml → mypy.",
-		InputSchema: verifySchema},
-	{Name: "snapshot_create", call: snapshotCreateTool,
-		Description: "Saves an exact copy of the workspace tree, to go back to with snapshot_restore.",
-		InputSchema: schema(`{"type":"object","properties":{"name":{"type":"string","description":"Optional id (lowercase letters, digits, - and _); default: the time"}}}`)},
-	{Name: "snapshot_list", call: snapshotListTool,
+	{Name: "snapshot_create", call: snapshotCreateTool, hints: addsState,
+		Description: "Saves an exact copy of the workspace tree, to compare with snapshot_diff or go back to with snapshot_restore.",
+		InputSchema: schema(`{"type":"object","properties":{"name":{"type":"string","description":"Optional id (lowercase letters, digits, - and _); default: the time"}},"additionalProperties":false}`)},
+	{Name: "snapshot_list", call: snapshotListTool, hints: readOnly,
 		Description: "Lists the workspace's snapshots, newest first.",
-		InputSchema: schema(`{"type":"object","properties":{}}`)},
-	{Name: "snapshot_restore", writes: true, call: snapshotRestoreTool,
+		InputSchema: schema(`{"type":"object","properties":{},"additionalProperties":false}`)},
+	{Name: "snapshot_diff", call: snapshotDiffTool, hints: readOnly,
+		Description: "Shows what changed in the workspace since a snapshot: files added, removed and changed, with a unified diff of changed text files.",
+		InputSchema: schema(`{"type":"object","properties":{
+			"id":{"type":"string","description":"The snapshot id from snapshot_list"},
+			"path":{"type":"string","description":"Only this file or folder, relative to the root"}},"required":["id"],"additionalProperties":false}`)},
+	{Name: "snapshot_restore", writes: true, call: snapshotRestoreTool, hints: rewrites,
 		Description: "Replaces the whole workspace tree with a snapshot (files not in the snapshot are deleted).",
-		InputSchema: schema(`{"type":"object","properties":{"id":{"type":"string","description":"The snapshot id from snapshot_list"}},"required":["id"]}`)},
+		InputSchema: schema(`{"type":"object","properties":{"id":{"type":"string","description":"The snapshot id from snapshot_list"}},"required":["id"],"additionalProperties":false}`)},
+	{Name: "snapshot_delete", call: snapshotDeleteTool, hints: rewrites,
+		Description: "Deletes a snapshot, freeing its space; the workspace tree is not touched.",
+		InputSchema: schema(`{"type":"object","properties":{"id":{"type":"string","description":"The snapshot id from snapshot_list"}},"required":["id"],"additionalProperties":false}`)},
 }
 
-var verifySchema = schema(`{"type":"object","properties":{"timeout":{"type":"number","description":"Optional timeout in milliseconds (default: the Bash timeout)"}}}`)
+var verifySchema = schema(`{"type":"object","properties":{"timeout":{"type":"integer","minimum":1,"description":"Optional timeout in milliseconds (default: the Bash timeout)"}},"additionalProperties":false}`)
 
 // schema compacts a schema literal; a malformed one is a programmer error.
 func schema(s string) json.RawMessage {

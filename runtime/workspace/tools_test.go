@@ -71,7 +71,7 @@ func TestWriteEdit(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(f.root, "deep/er/f.txt")); fi.Mode().Perm() != 0o600 {
 		t.Errorf("atomic replace lost the mode: %v", fi.Mode())
 	}
-	f.expectErr("Write", map[string]any{"file_path": "deep"}, "content is missing")
+	f.expectErr("Write", map[string]any{"file_path": "deep"}, `"content" is required`)
 	f.expectErr("Write", map[string]any{"file_path": "deep", "content": "x"}, "is a directory")
 	ents, _ := os.ReadDir(filepath.Join(f.root, "deep/er"))
 	if len(ents) != 1 {
@@ -106,6 +106,11 @@ func TestGrep(t *testing.T) {
 	f := newFixture(t, nil)
 	f.write("a.go", "package a\nfunc Foo() {}\n// foo\nfunc Bar() {}\n")
 	f.write("b.txt", "Foo\nfoo\n")
+	// files_with_matches lists the newest first.
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(f.root, "b.txt"), old, old); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args map[string]any
 		want string
@@ -114,7 +119,8 @@ func TestGrep(t *testing.T) {
 		{map[string]any{"pattern": "Foo", "type": "go"}, f.root + "/a.go"},
 		{map[string]any{"pattern": "foo", "-i": true, "output_mode": "count", "glob": "*.txt"}, f.root + "/b.txt:2"},
 		{map[string]any{"pattern": "Bar", "output_mode": "content", "-B": 1, "path": "a.go"}, f.root + "/a.go-3-// foo\n" + f.root + "/a.go:4:func Bar() {}"},
-		{map[string]any{"pattern": "^func", "output_mode": "content", "-n": false, "head_limit": 1, "path": "a.go"}, f.root + "/a.go:func Foo() {}\n(stopped at head_limit=1)"},
+		{map[string]any{"pattern": "^func", "output_mode": "content", "-n": false, "head_limit": 1, "path": "a.go"}, f.root + "/a.go:func Foo() {}\n(stopped at head_limit=1; continue with offset 1)"},
+		{map[string]any{"pattern": "^func", "output_mode": "content", "-n": false, "head_limit": 1, "offset": 1, "path": "a.go"}, f.root + "/a.go:func Bar() {}"},
 		{map[string]any{"pattern": `Foo\(\) \{\}\n// foo`, "multiline": true, "output_mode": "content", "path": "a.go"}, f.root + "/a.go:2:func Foo() {}\n" + f.root + "/a.go:3:// foo"},
 		{map[string]any{"pattern": "nothing here"}, "No matches found"},
 	}
@@ -131,12 +137,12 @@ func TestBashBasics(t *testing.T) {
 	t.Setenv("KILN_WS_PASS", "passed-through")
 	t.Setenv("KILN_WS_HIDE", "hidden-value")
 	f := newFixture(t, func(c *config.Workspace) { c.Bash.Env = []string{"KILN_WS_PASS"}; c.MaxOutput = 2000 })
-	got := f.expectOK("Bash", map[string]any{"command": "pwd; env; exit 3", "description": "show env"})
-	if !strings.Contains(got, f.root+"\n") || !strings.Contains(got, "KILN_WS_PASS=passed-through") || strings.Contains(got, "hidden-value") || !strings.HasSuffix(got, "exit code: 3") {
+	got := f.expectErr("Bash", map[string]any{"command": "pwd; env; exit 3", "description": "show env"}, "exit code: 3")
+	if !strings.Contains(got, f.root+"\n") || !strings.Contains(got, "KILN_WS_PASS=passed-through") || strings.Contains(got, "hidden-value") || !strings.HasPrefix(got, "exit code: 3\n") {
 		t.Errorf("Bash = %s", got)
 	}
 	got = f.expectOK("Bash", map[string]any{"command": "head -c 10000 /dev/zero | tr '\\0' a"})
-	if !strings.Contains(got, "bytes cut to keep the output within max_output=2000") || len(got) > 2300 {
+	if !strings.Contains(got, "bytes cut to keep the output within the workspace's 2000-byte output budget") || len(got) > 2300 {
 		t.Errorf("max_output not applied: %d bytes", len(got))
 	}
 	f.expectErr("Bash", map[string]any{"command": "sudo rm -rf /"}, "`sudo`")
@@ -154,11 +160,11 @@ func TestVerifyGo(t *testing.T) {
 	f.write("m.go", "package m\n\nimport \"sync\"\n\nfunc Hello() string { return \"bye\" }\n\nfunc Lock(m sync.Mutex) {}\n")
 	f.write("m_test.go", "package m\n\nimport \"testing\"\n\nfunc TestHello(t *testing.T) {\n\tif Hello() != \"hello\" {\n\t\tt.Fatal(\"planted failure\")\n\t}\n}\n")
 	f.write("ugly.go", "package m\nfunc  Ugly( ) {}\n")
-	got := f.expectOK("run_tests", map[string]any{})
-	if !strings.Contains(got, "run_tests (Go project): FAILED") || !strings.Contains(got, "planted failure") {
+	got := f.expectErr("run_tests", map[string]any{}, "exit code: 1")
+	if !strings.HasPrefix(got, "run_tests (Go project): FAILED, exit code: 1\n") || !strings.Contains(got, "planted failure") {
 		t.Errorf("run_tests = %s", got)
 	}
-	got = f.expectOK("run_lint", map[string]any{})
+	got = f.expectErr("run_lint", map[string]any{}, "FAILED")
 	if !strings.Contains(got, "FAILED") || !strings.Contains(got, "passes lock by value") || !strings.Contains(got, "ugly.go") {
 		t.Errorf("run_lint = %s", got)
 	}
@@ -175,13 +181,19 @@ func TestVerifyGo(t *testing.T) {
 	}
 }
 
+// TestVerifyUnknown: no project file, no language; a Python project
+// whose python lacks pytest is told so. Hermetic: the project's .venv is
+// a python that has no pytest whatever the machine has installed.
 func TestVerifyUnknown(t *testing.T) {
 	f := newFixture(t, nil)
-	f.expectErr("run_tests", map[string]any{}, "no go.mod, package.json or pyproject.toml")
+	f.expectErr("run_tests", map[string]any{}, "no go.mod, package.json or Python project file")
 	f.write("pyproject.toml", "[project]\nname='x'\n")
-	// The confined PATH has no pytest on this machine: the message says so.
-	got, _ := f.call("run_tests", map[string]any{})
-	if !strings.Contains(got, "pytest") {
+	f.write(".venv/bin/python", "#!/bin/sh\n# a python with no modules at all\nexit 1\n")
+	if err := os.Chmod(filepath.Join(f.root, ".venv/bin/python"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := f.expectErr("run_tests", map[string]any{}, "pytest is not installed for "+filepath.Join(f.root, ".venv/bin/python"))
+	if !strings.HasPrefix(got, "run_tests (Python project): FAILED, exit code: 127") {
 		t.Errorf("python run_tests = %s", got)
 	}
 }
@@ -223,7 +235,7 @@ func TestReadOnly(t *testing.T) {
 		}
 	}
 	f.expectErr("Write", map[string]any{"file_path": "x", "content": "y"}, "read-only")
-	got := f.expectOK("Bash", map[string]any{"command": "touch x"})
+	got := f.expectErr("Bash", map[string]any{"command": "touch x"}, "exit code: 1")
 	if !strings.Contains(got, "Permission denied") {
 		t.Errorf("Bash wrote in a readonly root: %s", got)
 	}

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,8 +12,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/textcut"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
@@ -22,9 +25,13 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations hints           `json:"annotations"`
 	// writes marks tools a readonly workspace does not offer.
 	writes bool
-	call   func(w *Workspace, ctx context.Context, args json.RawMessage) *toolcall.Result
+	// hints are the tool's annotations before the workspace's settings
+	// (network) apply.
+	hints hints
+	call  func(w *Workspace, ctx context.Context, args json.RawMessage) *toolcall.Result
 }
 
 // Workspace is one configured workspace backend.
@@ -44,6 +51,11 @@ type Workspace struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// warming is set while the Go build cache is filled after Open
+	// (warm.go); warmer is that command, which Close ends.
+	warming atomic.Bool
+	warmer  *shell
 
 	mu     sync.Mutex
 	shells map[string]*shell
@@ -94,6 +106,7 @@ func Open(b *config.Backend, log *slog.Logger) (*Workspace, error) {
 	}
 	w := &Workspace{name: b.Name, cfg: cfg, root: root, log: log, tmp: tmp, confine: conf, shells: map[string]*shell{}}
 	w.removeDeadPartials()
+	w.warm()
 	if !conf.landlock {
 		log.Warn("workspace Bash runs without Landlock (bash.unconfined: true)", "backend", b.Name)
 	}
@@ -103,17 +116,55 @@ func Open(b *config.Backend, log *slog.Logger) (*Workspace, error) {
 // Root is the workspace's canonical root folder.
 func (w *Workspace) Root() string { return w.root.dir }
 
-// Tools lists the tools this workspace offers, sorted by name.
-func (w *Workspace) Tools() []Tool {
+// Tools lists the tools this workspace offers.
+func (w *Workspace) Tools() []Tool { return Listed(w.cfg) }
+
+// Listed is the tools a workspace with cfg offers, with their annotations:
+// known from the config alone, so they are listed before the workspace
+// opens (Manifest).
+func Listed(cfg config.Workspace) []Tool {
 	var out []Tool
 	for _, t := range tools {
-		if t.writes && w.cfg.ReadOnly {
+		if t.writes && cfg.ReadOnly {
 			continue
+		}
+		t.Annotations = t.hints
+		if cfg.Bash.Network && (t.Name == "Bash" || strings.HasPrefix(t.Name, "run_")) {
+			t.Annotations.OpenWorld = true
 		}
 		out = append(out, t)
 	}
 	return out
 }
+
+// Manifest is workspace backend b as the registry holds a backend: its
+// tools from kiln's source. Registered at start, they are in the first
+// tools/list and callable at once, before the workspace has opened.
+func Manifest(b *config.Backend) *manifest.Manifest {
+	m := &manifest.Manifest{Version: manifest.Version, Backend: b.Name, Transport: b.Transport,
+		Server: manifest.ServerInfo{Name: ServerName, Version: ToolsVersion}, ProtocolVersion: Protocol, Instructions: Instructions,
+		Tools: []manifest.Tool{}, Resources: []manifest.Resource{}, ResourceTemplates: []manifest.ResourceTemplate{}, Prompts: []manifest.Prompt{}}
+	if b.Workspace == nil {
+		return m
+	}
+	for _, t := range Listed(*b.Workspace) {
+		ann, _ := json.Marshal(t.Annotations)
+		m.Tools = append(m.Tools, manifest.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: ann})
+	}
+	return m
+}
+
+// What the workspace answers to initialize: fixed strings, so a recorded
+// manifest does not change with the machine (root path) or kiln's build.
+const (
+	// Protocol is the handshake version: the newest that still uses
+	// initialize, which the client falls back to when server/discover is
+	// refused.
+	Protocol     = "2025-11-25"
+	ServerName   = "kiln-workspace"
+	ToolsVersion = "2"
+	Instructions = "File and shell tools confined to the workspace root; paths are relative to it or absolute inside it."
+)
 
 // Call runs one tool. Failures come back as isError results written for a
 // model; a nil Result never.
@@ -128,6 +179,9 @@ func (w *Workspace) Call(ctx context.Context, name string, args json.RawMessage)
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
+	}
+	if err := checkArgs(t, args); err != nil {
+		return toolcall.Errorf("%s: %v", name, err)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -148,9 +202,12 @@ func (w *Workspace) Close() error {
 func (w *Workspace) close() error {
 	w.mu.Lock()
 	w.closed = true
-	shells := make([]*shell, 0, len(w.shells))
+	shells := make([]*shell, 0, len(w.shells)+1)
 	for _, s := range w.shells {
 		shells = append(shells, s)
+	}
+	if w.warmer != nil {
+		shells = append(shells, w.warmer)
 	}
 	w.mu.Unlock()
 	for _, s := range shells {
@@ -189,12 +246,12 @@ func (w *Workspace) pathErr(tool, p string, err error) *toolcall.Result {
 		return toolcall.Errorf("%s refused %s", tool, pe.Error())
 	}
 	if errors.Is(err, ErrOutside) {
-		return toolcall.Errorf("%s refused %s: it leads outside the workspace root %s (%v); use a path inside it", tool, quotePath(p), w.root.dir, err)
+		return toolcall.Errorf("%s refused %s, which leads outside the workspace root %s (%v); use a path inside it", tool, quotePath(p), w.root.dir, err)
 	}
 	if errors.Is(err, os.ErrNotExist) {
 		return toolcall.Errorf("%s: %s does not exist; check the path with Glob", tool, quotePath(p))
 	}
-	return toolcall.Errorf("%s: %s: %s", tool, quotePath(p), errText(err))
+	return toolcall.Errorf("%s failed on %s (%s)", tool, quotePath(p), errText(err))
 }
 
 // display is how a path is shown back: relative to the root when short,
@@ -203,19 +260,32 @@ func (w *Workspace) display(rel string) string {
 	return filepath.Join(w.root.dir, rel)
 }
 
-// capText keeps s within the workspace's max_output, cutting the middle on
-// a character boundary and saying how much went.
+// budget is the most text one result carries (config.Workspace.Budget).
+func (w *Workspace) budget() int {
+	return cmp.Or(w.cfg.Budget, w.cfg.MaxOutput, config.DefaultWorkspaceMaxOutput)
+}
+
+// room is the budget less reserve bytes for a tool's own last line, but
+// never under half the budget.
+func (w *Workspace) room(reserve int) int {
+	b := w.budget()
+	return max(b-reserve, b/2)
+}
+
+// capText keeps s within the budget, cutting the middle on a character
+// boundary and saying how much went.
 func (w *Workspace) capText(s string) string {
-	return capText(s, w.cfg.MaxOutput)
+	return capText(s, w.budget())
 }
 
 func capText(s string, limit int) string {
 	if limit <= 0 || len(s) <= limit {
 		return s
 	}
-	head := textcut.Prefix(s, limit*2/3)
-	tail := textcut.Suffix(s, limit-limit*2/3)
-	return head + fmt.Sprintf("\n[… %d bytes cut to keep the output within max_output=%d …]\n", len(s)-len(head)-len(tail), limit) + tail
+	room := max(limit-120, limit/2) // the note fits in the rest
+	head := textcut.Prefix(s, room*2/3)
+	tail := textcut.Suffix(s, room-room*2/3)
+	return head + fmt.Sprintf("\n[… %d bytes cut to keep the output within the workspace's %d-byte output budget …]\n", len(s)-len(head)-len(tail), limit) + tail
 }
 
 // realPath is p absolute with the symlinks of its longest existing
