@@ -225,9 +225,12 @@ func TestWorkspaceTools(t *testing.T) {
 
 	t.Run("timeout leaves no process", func(t *testing.T) {
 		marker := fmt.Sprintf("kiln-e2e-marker-%d", time.Now().UnixNano())
-		r := k.tier1(t, "repo.Bash", map[string]any{"command": "sleep 300 & setsid sleep 301 & echo " + marker + "; sleep 302", "timeout": 1000})
+		// Durations no other process on the machine sleeps, so only this
+		// command's processes match.
+		d := fmt.Sprintf("300.%d", time.Now().UnixNano()%1000003)
+		r := k.tier1(t, "repo.Bash", map[string]any{"command": "sleep " + d + "1 & setsid sleep " + d + "2 & echo " + marker + "; sleep " + d + "3", "timeout": 1000})
 		k.expect(t, r, true, "exit code: 124", "timed out", marker)
-		if pids := procsWith(t, "sleep 30"); len(pids) > 0 {
+		if pids := procsWith(t, "sleep "+d); len(pids) > 0 {
 			t.Fatalf("processes outlived the timeout: %v", pids)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)

@@ -181,3 +181,16 @@ func TestWorkspaceEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestGitIdentityEmpty: git_identity "" leaves commits to git's own
+// config (no GIT_AUTHOR_* for Bash).
+func TestGitIdentityEmpty(t *testing.T) {
+	cfg := mustLoad(t, "version: 1\nbackends:\n  repo:\n    transport: workspace\n    root: .\n    bash: {git_identity: \"\"}\n", nil)
+	b, _ := cfg.Backend("repo")
+	if b.Workspace.Bash.GitIdentity != "" {
+		t.Errorf("git_identity \"\" = %q, want empty", b.Workspace.Bash.GitIdentity)
+	}
+	if name, email := SplitGitIdentity(DefaultGitIdentity); name != "kiln workspace" || email != "kiln@workspace.invalid" {
+		t.Errorf("SplitGitIdentity(default) = %q, %q", name, email)
+	}
+}
