@@ -36,7 +36,7 @@ KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
 .PHONY: semantic build peers generate record emit diff test check unit race e2e lint fmt fmt-check vet staticcheck tidy \
-        emit-check config-docs fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
+        emit-check docs config-docs tool-docs fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
 
 ## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
 build:
@@ -61,10 +61,18 @@ record: peers
 emit: $(if $(SEMANTIC),llama)
 	$(if $(SEMANTIC),LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib) $(GO) run $(TAGS) ./cmd/kiln-gen emit --manifests manifests --out generated $(if $(SEMANTIC),--config $(CONFIG))
 
-## config-docs: runtime/config/schema/v1.json, README.md's config reference and its annotated
-## kiln.yaml (example.tmpl) from runtime/config/table.go (TestGeneratedDocs, run by make check and make test, fails when stale)
+## docs: the generated reference pages, docs/reference/config.md (config-docs) and
+## docs/reference/tools.md (tool-docs); TestGeneratedDocs and TestReferenceFresh fail when they are stale
+docs: config-docs tool-docs
+
+## config-docs: runtime/config/schema/v1.json, and docs/reference/config.md's reference and annotated
+## kiln.yaml (example.tmpl) from runtime/config/table.go
 config-docs:
 	$(GO) run ./runtime/config/internal/docgen
+
+## tool-docs: docs/reference/tools.md from the meta-tools' and workspace tools' schemas
+tool-docs:
+	$(GO) run ./runtime/tooldocs/internal/docgen
 
 ## diff: live backends vs committed manifests; exit 1 on drift
 diff: peers

@@ -8,7 +8,7 @@ import (
 
 const module = "github.com/kilnmcp/kiln"
 
-// TestImportRules enforces the team style guide's layout (README "Layout"): dependencies point one
+// TestImportRules enforces the team style guide's layout (docs/architecture.md, "Layout"): dependencies point one
 // way (cmd → generated → runtime, gen → runtime), and each third-party SDK
 // is confined to the one package that owns it.
 func TestImportRules(t *testing.T) {

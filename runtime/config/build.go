@@ -38,7 +38,7 @@ func (b *builder) gateway() Gateway {
 			g.LogLevel = lv
 		}
 	}
-	if v := get("metrics_addr"); v.ok && !v.bad {
+	if v := get("metrics_addr"); v.ok && !v.bad && strings.TrimSpace(v.s) != "" { // "" is off, as the example shows
 		g.MetricsAddr = b.hostPort(v, "127.0.0.1:9464")
 	}
 	g.DrainTimeout = b.duration(get("drain_timeout"), def.DrainTimeout)

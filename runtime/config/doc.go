@@ -37,8 +37,8 @@
 // Every key is declared once, in keyTable (table.go): path, kind, default,
 // bounds, description, the transports that use it and what a reload does
 // with it. The key sets, suggestions, bounds and defaults the loader uses
-// are derived from it, and so are schema/v1.json, the README's config
-// reference and the defaults in its annotated kiln.yaml (example.tmpl;
+// are derived from it, and so are schema/v1.json, docs/reference/config.md
+// (its reference and the defaults in its annotated kiln.yaml) (example.tmpl;
 // `make config-docs`, checked by TestGeneratedDocs).
 //
 // Sandbox limits and output thresholds left out stay zero, which the

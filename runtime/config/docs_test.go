@@ -7,23 +7,23 @@ import (
 	"testing"
 )
 
-// TestGeneratedDocs keeps schema/v1.json and the README's config reference
+// TestGeneratedDocs keeps schema/v1.json and docs/reference/config.md
 // equal to what keyTable declares: a key added to the table and not to the
 // docs (or edited by hand there) fails here; `make config-docs` fixes it.
 func TestGeneratedDocs(t *testing.T) {
 	if !bytes.Equal(Schema(), GenerateSchema()) {
-		t.Error("schema/v1.json differs from runtime/config/table.go; run make config-docs and commit the result")
+		t.Error("schema/v1.json differs from runtime/config/table.go; run make docs and commit the result")
 	}
-	readme, err := os.ReadFile("../../README.md")
+	page, err := os.ReadFile("../../docs/reference/config.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := SpliceReference(readme)
+	want, err := SpliceReference(page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(readme, want) {
-		t.Error("README.md's config reference differs from runtime/config/table.go; run make config-docs and commit the result")
+	if !bytes.Equal(page, want) {
+		t.Error("docs/reference/config.md differs from runtime/config/table.go; run make docs and commit the result")
 	}
 }
 
@@ -54,7 +54,7 @@ func TestReferenceListsEveryKey(t *testing.T) {
 	}
 }
 
-// TestExampleYAML: the README's annotated kiln.yaml takes its defaults
+// TestExampleYAML: the reference's annotated kiln.yaml takes its defaults
 // from the key table, keeps its comments aligned, and names only keys the
 // table declares.
 func TestExampleYAML(t *testing.T) {

@@ -113,7 +113,7 @@ func (b *builder) semantic(def Semantic) Semantic {
 	if v := get("model"); v.ok && !v.bad && strings.TrimSpace(v.s) != "" {
 		s.Model = b.abs(strings.TrimSpace(v.s))
 	}
-	if v := get("sha256"); v.ok && !v.bad {
+	if v := get("sha256"); v.ok && !v.bad && strings.TrimSpace(v.s) != "" {
 		sum := strings.ToLower(strings.TrimSpace(v.s))
 		if len(sum) != 64 || strings.Trim(sum, "0123456789abcdef") != "" {
 			b.p.addValue(v, "%s is not a sha256 digest (64 hex digits); run sha256sum on the model file", strconv.Quote(v.raw))

@@ -413,3 +413,15 @@ backends:
 	expectProblems(t, text+"  c: {command: *env}\n", nil, []string{
 		"kiln.yaml:6: backends.c.command: is a mapping; want a single value"})
 }
+
+// TestEmptyMeansOff: metrics_addr: "" and semantic.sha256: "" are how the
+// annotated example shows "off", so they load as unset, not as errors.
+func TestEmptyMeansOff(t *testing.T) {
+	cfg, err := LoadBytesWith([]byte("version: 1\ngateway:\n  metrics_addr: \"\"\n  semantic:\n    sha256: \"\"\n"), "kiln.yaml", t.TempDir(), LoadOptions{NoDotEnv: true, Getenv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Gateway.MetricsAddr != "" || cfg.Gateway.Semantic.SHA256 != "" {
+		t.Errorf("metrics_addr %q, sha256 %q: want both unset", cfg.Gateway.MetricsAddr, cfg.Gateway.Semantic.SHA256)
+	}
+}

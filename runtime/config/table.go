@@ -11,8 +11,8 @@ import (
 // path ("backends.*" stands for any backend name), type, default, bounds,
 // description, transports and what a reload does with it. The loader's
 // key sets, unknown-key suggestions, environment overrides, bounds and
-// defaults are derived from it, and so are schema/v1.json and the README's
-// config reference (`make config-docs`; a test fails when they differ).
+// defaults are derived from it, and so are schema/v1.json and
+// docs/reference/config.md (`make config-docs`; a test fails when they differ).
 //
 // Adding a plain backend key is one row here and one field of Backend
 // (named in the row's field); a key that needs its own checks adds them to

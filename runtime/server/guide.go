@@ -105,10 +105,13 @@ type guideLimits struct {
 	intentOn, chunkOn, trimOn            bool
 }
 
-func (s *Server) guideLimits() guideLimits {
+func (s *Server) guideLimits() guideLimits { return limitsOf(s.opts.Config) }
+
+// limitsOf reads the limits from cfg, or from the defaults when cfg is nil.
+func limitsOf(cfg *config.Config) guideLimits {
 	g := config.DefaultGateway()
-	if s.opts.Config != nil {
-		g = s.opts.Config.Gateway
+	if cfg != nil {
+		g = cfg.Gateway
 	}
 	sb, out, def := g.Sandbox, g.Output, config.SandboxDefaults()
 	l := guideLimits{

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -114,4 +116,23 @@ var metaTools = []metaTool{
 		`{"type":"object","properties":{
 "manual_name":{"type":"string","minLength":1,"maxLength":100,"description":"The name given to register_manual."}},
 "required":["manual_name"],"additionalProperties":false}`},
+}
+
+// MetaToolSpec is a meta-tool as a client lists it: docs/reference/tools.md
+// is rendered from these, so the reference is the listing, not a copy.
+type MetaToolSpec struct {
+	Name, Description string
+	InputSchema       json.RawMessage
+}
+
+// MetaTools returns the meta-tools in listing order with the limits their
+// schemas quote read from cfg (the defaults when cfg is nil).
+func MetaTools(cfg *config.Config) []MetaToolSpec {
+	l := limitsOf(cfg)
+	out := make([]MetaToolSpec, 0, len(metaTools))
+	for _, mt := range metaTools {
+		mt = mt.withLimits(l)
+		out = append(out, MetaToolSpec{Name: mt.name, Description: mt.description, InputSchema: json.RawMessage(mt.schema)})
+	}
+	return out
 }

@@ -69,7 +69,7 @@ func openFused(sc config.Semantic, lex *search.Index, frozen []byte, haveVectors
 	case sc.SHA256 == "":
 		sum, err := semantic.FileSHA256(sc.Model)
 		if err != nil {
-			return nil, nil, fmt.Errorf("gateway.semantic.model: %w; download the model (README, Semantic search) or fix the path", err)
+			return nil, nil, fmt.Errorf("gateway.semantic.model: %w; download the model (docs/search.md) or fix the path", err)
 		}
 		return nil, nil, fmt.Errorf("gateway.semantic.sha256 is not set: set it to %s after checking the origin of %s (the compiled vectors expect %s)",
 			sum, sc.Model, v.ModelSHA256)
@@ -82,7 +82,7 @@ func openFused(sc config.Semantic, lex *search.Index, frozen []byte, haveVectors
 	case errors.Is(err, semantic.ErrModelMismatch):
 		return nil, nil, fmt.Errorf("gateway.semantic.sha256: %w", err)
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil, fmt.Errorf("gateway.semantic.model: %w; download the model (README, Semantic search) or fix the path", err)
+		return nil, nil, fmt.Errorf("gateway.semantic.model: %w; download the model (docs/search.md) or fix the path", err)
 	case err != nil:
 		return nil, nil, fmt.Errorf("gateway.semantic.model: %w", err)
 	}

@@ -8,19 +8,20 @@ import (
 	"testing"
 )
 
-// TestReadmeLayoutTable keeps README's Layout table equal to the tree:
+// TestLayoutTable keeps the Layout table of docs/architecture.md equal to
+// the tree:
 // every Go package is in it (a row of its own, under a row ending in "/",
 // or named in the row of the nearest listed folder above it, as
 // `chain/jslit` or `redistest`), no path has two rows, and every row's
 // path exists.
-func TestReadmeLayoutTable(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+func TestLayoutTable(t *testing.T) {
+	readme, err := os.ReadFile("docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(readme), "\n## Layout\n")
 	if !ok {
-		t.Fatal(`README.md has no "## Layout" section`)
+		t.Fatal(`docs/architecture.md has no "## Layout" section`)
 	}
 	tick := regexp.MustCompile("`([^`]+)`")
 	rows := map[string]string{} // path → job cell
@@ -35,11 +36,11 @@ func TestReadmeLayoutTable(t *testing.T) {
 		for _, m := range tick.FindAllStringSubmatch(cells[1], -1) {
 			p := m[1]
 			if _, dup := rows[p]; dup {
-				t.Errorf("README Layout lists %s twice", p)
+				t.Errorf("docs/architecture.md Layout lists %s twice", p)
 			}
 			rows[p] = cells[2]
 			if _, err := os.Stat(strings.TrimSuffix(p, "/")); err != nil {
-				t.Errorf("README Layout lists %s, which does not exist", p)
+				t.Errorf("docs/architecture.md Layout lists %s, which does not exist", p)
 			}
 		}
 	}
@@ -57,7 +58,7 @@ func TestReadmeLayoutTable(t *testing.T) {
 			rel = "."
 		}
 		if !layoutCovers(rows, rel) {
-			t.Errorf("README Layout does not list %s: add a row, or name it in the row of the folder above it", rel)
+			t.Errorf("docs/architecture.md Layout does not list %s: add a row, or name it in the row of the folder above it", rel)
 		}
 	}
 }
