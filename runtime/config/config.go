@@ -67,6 +67,8 @@ type Gateway struct {
 	HTTP HTTP
 	// Semantic names the embedding model of SEMANTIC=1 builds.
 	Semantic Semantic
+	// Vectors configures the static word-vector tier.
+	Vectors Vectors
 	// Expose is ExposeMeta, ExposeDirect or ExposeHybrid.
 	Expose string
 	// Pin lists the backend tools hybrid mode lists beside the meta-tools,
@@ -144,6 +146,20 @@ type Semantic struct {
 	Model, SHA256 string
 	// Threads the embedder may use.
 	Threads int
+}
+
+// Vectors configures the static word-vector tier (YAML gateway.vectors).
+// File is read by kiln-gen emit only; kiln reads Fusion and Depth when a
+// frozen tier is compiled in.
+type Vectors struct {
+	// File is the word-vector file's absolute path, "" when off.
+	File string
+	// Top is how many frequent words the cut keeps besides the tools'.
+	Top int
+	// Fusion is rerank, linear or rrf.
+	Fusion string
+	// Depth is how many lexical hits rerank reorders.
+	Depth int
 }
 
 // Sandbox holds the limits of tier-3 runs (YAML gateway.sandbox). Zero

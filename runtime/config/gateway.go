@@ -124,6 +124,21 @@ func (b *builder) semantic(def Semantic) Semantic {
 	return s
 }
 
+// vectors checks gateway.vectors.
+func (b *builder) vectors(def Vectors) Vectors {
+	get := func(k string) value { return b.expand(b.l.get("gateway.vectors." + k)) }
+	v := Vectors{Top: b.positive(get("top"), def.Top, 30000), Depth: b.positive(get("depth"), def.Depth, 30), Fusion: def.Fusion}
+	if f := get("file"); f.ok && !f.bad && strings.TrimSpace(f.s) != "" {
+		v.File = b.abs(strings.TrimSpace(f.s))
+	}
+	if f := get("fusion"); f.ok && !f.bad {
+		if m := b.oneOf(f, keyIndex["gateway.vectors.fusion"].enum, "fusion", nil); m != "" {
+			v.Fusion = m
+		}
+	}
+	return v
+}
+
 // list expands the items of a section list key.
 func (b *builder) list(path string) []value {
 	e, ok := b.lists[path]

@@ -41,6 +41,8 @@ func DefaultGateway() Gateway {
 			MaxConnections: defInt("gateway.http.max_connections"), MaxConnectionsPerClient: defInt("gateway.http.max_connections_per_client"),
 			ReadTimeout: defDuration("gateway.http.read_timeout")},
 		Semantic: Semantic{Threads: defInt("gateway.semantic.threads")},
+		Vectors: Vectors{Top: defInt("gateway.vectors.top"), Fusion: keyIndex["gateway.vectors.fusion"].def,
+			Depth: defInt("gateway.vectors.depth")},
 		Output: Output{
 			IntentFilter:    defFlag("gateway.output.intent_filter"),
 			AutoChunkJSON:   defFlag("gateway.output.auto_chunk_json"),

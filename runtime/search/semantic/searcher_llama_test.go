@@ -62,10 +62,10 @@ func TestSearcherLlama(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := added.nearest(qv, 1, nil); !cmp.Equal(got, []string{"notes.take_note"}) {
+	if got := ids(added.nearest(qv, 1, nil)); !cmp.Equal(got, []string{"notes.take_note"}) {
 		t.Errorf("nearest to a run-time tool's own text = %v, want notes.take_note", got)
 	}
-	if got := s.nearest(qv, len(tools), nil); cmp.Equal(got[:1], []string{"notes.take_note"}) {
+	if got := ids(s.nearest(qv, len(tools), nil)); cmp.Equal(got[:1], []string{"notes.take_note"}) {
 		t.Error("With changed the Searcher it was called on")
 	}
 }

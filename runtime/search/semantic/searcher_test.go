@@ -369,10 +369,10 @@ func TestSearcherBoost(t *testing.T) {
 		}
 		return 1
 	}
-	if got := s.nearest([]float32{1, 0, 0, 0}, 2, nil); !cmp.Equal(got, []string{"a.one", "b.two"}) {
+	if got := ids(s.nearest([]float32{1, 0, 0, 0}, 2, nil)); !cmp.Equal(got, []string{"a.one", "b.two"}) {
 		t.Errorf("nearest without boost = %v, want ties by ID", got)
 	}
-	if got := s.nearest([]float32{1, 0, 0, 0}, 2, boost); !cmp.Equal(got, []string{"b.two", "a.one"}) {
+	if got := ids(s.nearest([]float32{1, 0, 0, 0}, 2, boost)); !cmp.Equal(got, []string{"b.two", "a.one"}) {
 		t.Errorf("nearest with b.two boosted = %v", got)
 	}
 	got := s.Search("rain", search.Options{Limit: 2, Boost: boost})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/search/semantic"
 )
 
@@ -13,6 +14,8 @@ import (
 type modelFlags struct {
 	path, sha256, config string
 	threads              int
+	// vectors is gateway.vectors of --config, for emit's static tier.
+	vectors config.Vectors
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet, purpose string) {
@@ -38,6 +41,7 @@ func (m *modelFlags) open(cmd string, stdout, stderr io.Writer) (*model, int) {
 		if !ok {
 			return nil, exitUsage
 		}
+		m.vectors = cfg.Gateway.Vectors
 		sc := cfg.Gateway.Semantic
 		if m.path == "" && sc.Model != "" {
 			m.path, source = sc.Model, "gateway.semantic.model in "+m.config
@@ -50,10 +54,10 @@ func (m *modelFlags) open(cmd string, stdout, stderr io.Writer) (*model, int) {
 		}
 	}
 	switch {
-	case m.path == "" && m.config != "":
+	case m.path == "" && m.config != "" && m.vectors.File == "":
 		// Asked for vectors (make emit SEMANTIC=1 passes --config): emitting
 		// none would quietly ship a lexical-only build.
-		fmt.Fprintf(stderr, "kiln-gen %s: %s sets no gateway.semantic.model; set it (and gateway.semantic.sha256), or drop --config for a build without vectors\n", cmd, m.config)
+		fmt.Fprintf(stderr, "kiln-gen %s: %s sets neither gateway.semantic.model nor gateway.vectors.file; set one, or drop --config for a build without vectors\n", cmd, m.config)
 		return nil, exitUsage
 	case m.path == "" && tuned:
 		fmt.Fprintf(stderr, "kiln-gen %s: --model-sha256 and --threads need --model (or --config with gateway.semantic.model)\n", cmd)

@@ -66,7 +66,7 @@ func TestModelFlagsWithoutModel(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"config without a model", []string{"--config", cfg}, "sets no gateway.semantic.model"},
+		{"config without a model", []string{"--config", cfg}, "sets neither gateway.semantic.model nor gateway.vectors.file"},
 		{"sha256 alone", []string{"--model-sha256", strings.Repeat("a", 64)}, "need --model"},
 		{"threads alone", []string{"--threads", "2"}, "need --model"},
 	} {

@@ -19,6 +19,8 @@ type Options struct {
 	// Semantic, when set, adds the embedding ranking alone and fused with
 	// the shipped lexical index (RRF), as a SEMANTIC=1 kiln ranks.
 	Semantic *SemanticOptions
+	// Static, when set, adds the static word-vector tier's rows.
+	Static *StaticOptions
 }
 
 // Row is one configuration's averaged metrics.
@@ -123,6 +125,13 @@ func Run(ctx context.Context, toolsPath, queriesPath string, opts Options) (*Rep
 		rep.Rows = append(rep.Rows, rows...)
 		rep.Notes = append(rep.Notes, fmt.Sprintf("The semantic rows measure %s; they mean something only for a trained sentence-embedding model "+
 			"such as all-MiniLM-L6-v2. A test model (runtime/search/semantic/semantictest) behaves as a bag of words and gives meaningless numbers.", opts.Semantic.Model))
+	}
+	if opts.Static != nil {
+		rows, err := staticRows(ctx, ix, docs, qs, opts.Static)
+		if err != nil {
+			return nil, err
+		}
+		rep.Rows = append(rep.Rows, rows...)
 	}
 	return rep, nil
 }

@@ -43,6 +43,12 @@ func (f fused) With(extra []search.Doc, removed ...string) Searcher {
 // the log. The close function releases the model; call it after serving.
 func openSearcher(cfg *config.Config, lex *search.Index, log *slog.Logger) (Searcher, func() error, error) {
 	vectors, ok := compiledVectors()
+	if cfg.Gateway.Semantic.Model == "" && !ok {
+		frozen, have := compiledStatic()
+		if s, err := openStatic(cfg.Gateway.Vectors, lex, frozen, have, log); err != nil || s != nil {
+			return s, noClose, err
+		}
+	}
 	return openFused(cfg.Gateway.Semantic, lex, vectors, ok, log)
 }
 
