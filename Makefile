@@ -31,17 +31,35 @@ HELM_VERSION        := v3.22.0
 SYFT_VERSION        := v1.57.0
 TOOLS := $(CURDIR)/.cache/bin
 CONFIG    ?= kiln.yaml
+# make test's record: each stage's `go test -json` events (<stage>.json),
+# output (<stage>.log) and wall time (stages.tsv), which tests/testreport
+# sums up at the end of the run.
+TESTRUN    := $(CURDIR)/.cache/testrun
+TESTREPORT := $(TOOLS)/testreport
+# BUILT=1 says bin/, the npm peers and the tools are current:
+# tests/testrun.sh makes them once (test-deps) before stages that use them
+# run side by side, so no stage relinks bin/kiln under another's running
+# copy of it.
+BUILT     ?=
 # Where `make llama` puts libllama_go.so and the llama.cpp libraries.
 KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
-.PHONY: vectors semantic build peers generate record emit diff test check unit race e2e lint fmt fmt-check vet staticcheck tidy \
+.PHONY: vectors semantic build fixtures peers generate record emit diff test test-deps check unit race e2e lint fmt fmt-check vet staticcheck tidy \
         emit-check docs config-docs tool-docs fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
+
+# The test servers e2e and conformance both run, built once per run.
+FIXTURES  := $(CURDIR)/bin/fixtures
 
 ## build: bin/kiln and bin/kiln-gen (pure Go unless SEMANTIC=1)
 build:
 	CGO_ENABLED=$(if $(SEMANTIC),1,0) $(GO) build $(BUILDFLAGS) $(TAGS) -o bin/kiln ./cmd/kiln
 	CGO_ENABLED=$(if $(SEMANTIC),1,0) $(GO) build $(BUILDFLAGS) $(TAGS) -o bin/kiln-gen ./cmd/kiln-gen
+
+fixtures:
+	@mkdir -p $(FIXTURES)
+	$(GO) build -o $(FIXTURES)/faultserver ./tests/faultserver
+	./tests/conformance/build-gosdk.sh everything-server $(FIXTURES)/everything-server
 
 ## peers: the pinned reference MCP servers the default config and tests use
 peers: tests/node_modules/.package-lock.json
@@ -98,17 +116,33 @@ tool-docs:
 diff: peers
 	$(GO) run ./cmd/kiln-gen diff --config $(CONFIG) --manifests manifests
 
-## test: everything CI checks (the README's test command)
-test: lint emit-check race e2e conformance semantic fuzz-short release-check helm-check
+## test: everything CI checks (the README's test command): emit-check, then
+## lint, race, e2e, conformance, semantic, fuzz-short, release-check and
+## helm-check side by side (tests/testrun.sh), then a summary of each stage's
+## wall time and every skipped and failed test; under CI=true a skip fails it
+test:
+	MAKE='$(MAKE)' TESTREPORT=$(TESTREPORT) ./tests/testrun.sh
+
+# test-deps: what make test's stages share, made once before they start.
+test-deps: build fixtures peers tests/conformance/node_modules/.package-lock.json llama $(TESTREPORT) \
+	$(TOOLS)/staticcheck-$(STATICCHECK_VERSION) $(TOOLS)/goreleaser-$(GORELEASER_VERSION) $(TOOLS)/helm-$(HELM_VERSION)
+
+$(TESTREPORT): $(wildcard tests/testreport/*.go)
+	@mkdir -p $(TOOLS)
+	$(GO) build -o $@ ./tests/testreport
 
 unit:
 	$(GO) test ./...
 
-race:
-	$(GO) test -race -shuffle=on ./...
+race: $(TESTREPORT)
+	@mkdir -p $(TESTRUN)
+	$(GO) test -json -race -shuffle=on ./... | $(TESTREPORT) stream $(TESTRUN)/race.json
 
-e2e: peers build
-	KILN_BIN=$(CURDIR)/bin $(GO) test -tags e2e -count=1 ./tests/...
+# Only ./tests has e2e files; the packages under it (faultserver,
+# testreport) hold plain tests, which race runs.
+e2e: peers $(if $(BUILT),,build fixtures) $(TESTREPORT)
+	@mkdir -p $(TESTRUN)
+	KILN_BIN=$(CURDIR)/bin KILN_FIXTURES=$(FIXTURES) $(GO) test -json -tags e2e -count=1 ./tests | $(TESTREPORT) stream $(TESTRUN)/e2e.json
 
 ## check: the contributor's fast lane (format, vet, staticcheck, tidy, unit tests; a few minutes)
 check: lint unit
@@ -149,11 +183,11 @@ emit-check: emit
 	@test -z "$$(git status --porcelain -- generated)" || { echo "generated/ has untracked files:"; git status --porcelain -- generated; exit 1; }
 
 ## fuzz-short: every fuzz target for FUZZTIME (CI); fuzz: longer
-fuzz-short:
-	./tests/fuzz.sh $(FUZZTIME)
+fuzz-short: $(TESTREPORT)
+	KILN_TESTRUN_JSON=$(TESTRUN)/fuzz-short.json TESTREPORT=$(TESTREPORT) ./tests/fuzz.sh $(FUZZTIME)
 
-fuzz:
-	./tests/fuzz.sh 2000000x
+fuzz: $(TESTREPORT)
+	KILN_TESTRUN_JSON=$(TESTRUN)/fuzz.json TESTREPORT=$(TESTREPORT) ./tests/fuzz.sh 2000000x
 
 ## bench: runtime benchmarks, then kiln serve end to end: the tier-1/2 hop beside a direct call (p50, p90, CPU per call) with kiln's CPU and allocation profiles in .cache/bench, and exec to the first tools/list
 bench: peers build
@@ -178,15 +212,18 @@ demo: peers build
 llama:
 	./cmd/libllama_go/build.sh
 
-## semantic: the embedding tests against the real llama.cpp build (tiny test model)
-semantic: llama
-	$(GO) vet -tags semantic . ./runtime/search/semantic/... ./cmd/...
-	LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib $(GO) test -tags semantic -race -shuffle=on -count=1 ./runtime/search/semantic/... ./cmd/...
+## semantic: the embedding tests against the real llama.cpp build (tiny test model);
+## only the packages the semantic tag changes (tests/semantic-packages.sh): race ran the rest
+semantic: llama $(TESTREPORT)
+	@mkdir -p $(TESTRUN)
+	$(GO) vet -tags semantic $$(./tests/semantic-packages.sh . ./runtime/search/semantic/... ./cmd/...)
+	LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib $(GO) test -json -tags semantic -race -shuffle=on -count=1 \
+		$$(./tests/semantic-packages.sh ./runtime/search/semantic/... ./cmd/...) | $(TESTREPORT) stream $(TESTRUN)/semantic.json
 
 ## conformance: the official MCP conformance suite against `kiln serve --http`
 ## for protocols 2025-11-25 and 2026-07-28 (tests/conformance/run.sh)
-conformance: build tests/conformance/node_modules/.package-lock.json
-	./tests/conformance/run.sh $(CURDIR)/bin/kiln
+conformance: $(if $(BUILT),,build fixtures) tests/conformance/node_modules/.package-lock.json
+	KILN_FIXTURES=$(FIXTURES) ./tests/conformance/run.sh $(CURDIR)/bin/kiln
 tests/conformance/node_modules/.package-lock.json: tests/conformance/package.json tests/conformance/package-lock.json
 	npm ci --prefix tests/conformance --no-audit --no-fund --loglevel=error
 

@@ -517,10 +517,16 @@ var (
 
 // conformanceServer builds the go-sdk conformance everything-server once,
 // with tests/conformance/build-gosdk.sh (the go-sdk version in go.mod, in a
-// scratch module: its package needs go.sum entries this module lacks).
+// scratch module: its package needs go.sum entries this module lacks), or
+// takes it from $KILN_FIXTURES, where make builds it once for e2e and
+// conformance both.
 func conformanceServer(t *testing.T) string {
 	t.Helper()
 	confOnce.Do(func() {
+		if dir := os.Getenv("KILN_FIXTURES"); dir != "" {
+			confPath = filepath.Join(dir, "everything-server")
+			return
+		}
 		dir, err := os.MkdirTemp("", "kiln-conformance-server")
 		if err != nil {
 			confErr = err

@@ -29,10 +29,16 @@ var (
 	faultErr  error
 )
 
-// faultBin builds tests/faultserver, the misbehaving backend, once.
+// faultBin builds tests/faultserver, the misbehaving backend, once, or
+// takes it from $KILN_FIXTURES (what make e2e passes: make builds it once
+// per run).
 func faultBin(t *testing.T) string {
 	t.Helper()
 	faultOnce.Do(func() {
+		if dir := os.Getenv("KILN_FIXTURES"); dir != "" {
+			faultPath = filepath.Join(dir, "faultserver")
+			return
+		}
 		dir, err := os.MkdirTemp("", "kiln-faultserver")
 		if err != nil {
 			faultErr = err

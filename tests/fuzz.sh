@@ -5,25 +5,47 @@
 # bare "context deadline exceeded" and no finding (golang/go#75804).
 # Minimization is capped: on a busy 2-core machine the default 60s
 # minimization of a large input can use a whole run's budget.
+#
+# Each run's `go test -json` events are appended to $KILN_TESTRUN_JSON
+# (default .cache/testrun/fuzz.json) for testreport's summary; $TESTREPORT
+# is the testreport binary (default: go run ./tests/testreport).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${1:-50000x}"
+json=${KILN_TESTRUN_JSON:-.cache/testrun/fuzz.json}
+read -ra report <<<"${TESTREPORT:-go run ./tests/testreport}"
+mkdir -p "$(dirname "$json")"
+: >"$json"
+one=$(mktemp -d)
+trap 'rm -rf "$one"' EXIT
 # Targets that run a whole MCP session per input cost ~5 ms an execution;
 # they get a tenth of the budget so CI stays within its time.
 slow=" FuzzJSONRPC "
 total=0
-for pkg in $(go list ./...); do
-  targets=$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
+# The targets come from the test files go list selects, not from
+# `go test -list`, which links a test binary of every package in the
+# module (a minute on 2 cores) to find 26 functions.
+while read -r pkg files; do
+  [[ -n $files ]] || continue
+  # shellcheck disable=SC2086 # files is a list
+  targets=$(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\(\w+ \*testing\.F\).*/\1/p' $files)
   for target in $targets; do
     budget=$fuzztime
     if [[ $slow == *" $target "* && $fuzztime =~ ^([0-9]+)x$ ]]; then
       budget="$(( BASH_REMATCH[1] / 10 ))x"
     fi
     echo "== $pkg $target ($budget)"
-    out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$budget" -fuzzminimizetime 3s "$pkg" 2>&1) || { echo "$out"; exit 1; }
-    execs=$(grep -o 'execs: [0-9]*' <<<"$out" | tail -1 | grep -o '[0-9]*' || echo 0)
+    rc=0
+    go test -json -run '^$' -fuzz "^${target}\$" -fuzztime "$budget" -fuzzminimizetime 3s "$pkg" 2>"$one/stderr" |
+      "${report[@]}" stream -quiet "$one/events.json" || rc=$?
+    cat "$one/events.json" >>"$json"
+    if ((rc != 0)); then
+      cat "$one/stderr"
+      exit 1
+    fi
+    execs=$(grep -o 'execs: [0-9]*' "$one/events.json" | tail -1 | grep -o '[0-9]*' || echo 0)
     echo "   ok, ${execs} executions"
     total=$((total + execs))
   done
-done
+done < <(go list -f '{{.ImportPath}}{{range .TestGoFiles}} {{$.Dir}}/{{.}}{{end}}{{range .XTestGoFiles}} {{$.Dir}}/{{.}}{{end}}' ./...)
 echo "fuzz: ${total} executions in total"

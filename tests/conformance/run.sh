@@ -27,7 +27,9 @@
 # Knobs for running a part: KILN_CONFORMANCE_REVISIONS="2026-07-28" (space
 # separated) limits the revisions; KILN_CONFORMANCE_META=0 skips meta mode,
 # KILN_CONFORMANCE_DIRECT=0 the direct-mode comparison and
-# KILN_CONFORMANCE_CLIENT=0 the client phase.
+# KILN_CONFORMANCE_CLIENT=0 the client phase. $KILN_FIXTURES names a folder
+# holding an everything-server built already (make builds it once for e2e
+# and conformance).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -95,7 +97,10 @@ start_kiln() {
 failed=()
 . "$here/direct.sh"
 server_bin=$out/everything-server
-if [[ ${KILN_CONFORMANCE_META:-1} != 0 || ${KILN_CONFORMANCE_DIRECT:-1} != 0 ]]; then
+if [[ -n ${KILN_FIXTURES:-} ]]; then
+	# make built it once for this run's e2e and conformance.
+	server_bin=$KILN_FIXTURES/everything-server
+elif [[ ${KILN_CONFORMANCE_META:-1} != 0 || ${KILN_CONFORMANCE_DIRECT:-1} != 0 ]]; then
 	echo "== building the go-sdk conformance everything-server"
 	"$here/build-gosdk.sh" everything-server "$server_bin" || { echo "conformance: could not build the everything-server" >&2; exit 1; }
 fi
