@@ -46,7 +46,7 @@ KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
 .PHONY: vectors semantic build fixtures peers generate record emit diff test test-deps check unit race e2e lint fmt fmt-check vet staticcheck tidy \
-        emit-check docs config-docs tool-docs fuzz fuzz-short bench eval demo llama conformance release-check release-snapshot helm-check ci clean
+        emit-check docs config-docs tool-docs fuzz fuzz-short bench bench-hop eval demo llama conformance release-check release-snapshot helm-check ci clean
 
 # The test servers e2e and conformance both run, built once per run.
 FIXTURES  := $(CURDIR)/bin/fixtures
@@ -197,6 +197,11 @@ bench: peers build
 	KILN_BIN=$(CURDIR)/bin KILN_PROFILE_DIR=$(CURDIR)/.cache/bench KILN_PROFILE_MEM=1 $(GO) test -tags e2e -run '^$$' -bench 'EchoHop$$/kiln-tier1$$' -benchtime 3000x ./tests/
 	KILN_BIN=$(CURDIR)/bin $(GO) test -tags e2e -run '^$$' -bench 'ColdStart' -benchtime 20x ./tests/
 	@echo "profiles: go tool pprof bin/kiln .cache/bench/kiln-tier1.cpu.pprof (also .mem.pprof, kiln-tier2, kiln-meta)"
+
+## bench-hop: the hop against the floor of any hop (issue 29): stdio paths beside a byte relay and HTTP at 1/16/64 sessions,
+## interleaved shuffled rounds (KILN_HOP_ROUNDS, KILN_HOP_CALLS, KILN_HOP_HTTP_CALLS), medians and ratios
+bench-hop: peers build
+	KILN_BIN=$(CURDIR)/bin $(GO) test -tags e2e -run '^$$' -bench '^BenchmarkHopTable$$' -benchtime 1x -timeout 60m ./tests/
 
 ## eval: search quality on the external benchmarks in ../shared/bench
 BENCH ?= ../shared/bench

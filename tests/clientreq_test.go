@@ -625,7 +625,7 @@ func TestClientRequestOverSSE(t *testing.T) {
 // startEverythingHTTP runs server-everything on streamable HTTP (TypeScript
 // SDK, 2025-11-25) and returns its URL. It takes its port from PORT, so a
 // free one is picked first.
-func startEverythingHTTP(t *testing.T) string {
+func startEverythingHTTP(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -100,7 +100,7 @@ func ownState(t testing.TB, args []string) []string {
 
 // startHTTP runs `kiln serve --http 127.0.0.1:0` and returns its base URL
 // once it prints the address it listens on.
-func startHTTP(t *testing.T, args ...string) string {
+func startHTTP(t testing.TB, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, kilnBin(t), append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
