@@ -26,12 +26,19 @@ func Markdown() ([]byte, error) {
 	all := workspace.Listed(config.Workspace{})
 	readonly := workspace.Listed(config.Workspace{ReadOnly: true})
 	networked := workspace.Listed(config.Workspace{Bash: config.Bash{Network: true}})
-	for i, t := range all {
+	offered := func(list []workspace.Tool, name string) (workspace.Tool, bool) {
+		i := slices.IndexFunc(list, func(t workspace.Tool) bool { return t.Name == name })
+		if i < 0 {
+			return workspace.Tool{}, false
+		}
+		return list[i], true
+	}
+	for _, t := range all {
 		hints := describeHints(t.Annotations.ReadOnly, t.Annotations.Destructive, t.Annotations.Idempotent, t.Annotations.OpenWorld)
-		if !slices.ContainsFunc(readonly, func(r workspace.Tool) bool { return r.Name == t.Name }) {
+		if _, ok := offered(readonly, t.Name); !ok {
 			hints += "; not offered when `readonly: true`"
 		}
-		if networked[i].Annotations.OpenWorld && !t.Annotations.OpenWorld {
+		if n, _ := offered(networked, t.Name); n.Annotations.OpenWorld && !t.Annotations.OpenWorld {
 			hints += "; open-world when `bash.network: true`"
 		}
 		if err := writeTool(&b, t.Name, t.Description, t.InputSchema, hints); err != nil {

@@ -263,6 +263,16 @@ func (c CLI) Check(pages []*Page) (problems []string, checked int) {
 	return problems, checked
 }
 
+// CheckDocs is Check over README.md and docs/ under root.
+func (c CLI) CheckDocs(root string) (problems []string, checked int, err error) {
+	pages, err := Pages(root)
+	if err != nil {
+		return nil, 0, err
+	}
+	problems, checked = c.Check(pages)
+	return problems, checked, nil
+}
+
 // Pages reads README.md and docs/ under root.
 func Pages(root string) ([]*Page, error) {
 	files, err := Files(root)

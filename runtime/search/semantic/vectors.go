@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/binread"
 )
 
 // Embedder turns text into a vector. Lifecycle: Open → Embed, from any
@@ -200,30 +202,30 @@ func (v *Vectors) MarshalBinary() ([]byte, error) {
 
 // UnmarshalBinary decodes the form MarshalBinary writes.
 func (v *Vectors) UnmarshalBinary(b []byte) error {
-	d := decoder{b: b}
-	if string(d.next(len(vectorsMagic))) != vectorsMagic {
+	d := binread.New(b, ErrFormat)
+	if string(d.Next(len(vectorsMagic))) != vectorsMagic {
 		return fmt.Errorf("%w: not a Kiln vectors file", ErrFormat)
 	}
-	out := Vectors{Model: d.str(), ModelSHA256: d.str()}
-	out.Dim = int(d.u32())
-	n := int(d.u32())
+	out := Vectors{Model: d.Str(), ModelSHA256: d.Str()}
+	out.Dim = int(d.U32())
+	n := int(d.U32())
 	// Each id takes at least 4 bytes: a count beyond that is corrupt, and
 	// checking first keeps a bad count from allocating gigabytes.
-	if d.err == nil && n > len(d.b)/4 {
-		d.err = fmt.Errorf("%w: %d ids in %d bytes", ErrFormat, n, len(d.b))
+	if d.Err == nil && n > len(d.B)/4 {
+		d.Err = fmt.Errorf("%w: %d ids in %d bytes", ErrFormat, n, len(d.B))
 	}
-	for i := 0; i < n && d.err == nil; i++ {
-		out.IDs = append(out.IDs, d.str())
+	for i := 0; i < n && d.Err == nil; i++ {
+		out.IDs = append(out.IDs, d.Str())
 	}
-	if d.err == nil && uint64(len(d.b)) != 4*uint64(n)*uint64(out.Dim) {
-		d.err = fmt.Errorf("%w: %d ids of %d dimensions need %d bytes of data, have %d", ErrFormat, n, out.Dim, 4*n*out.Dim, len(d.b))
+	if d.Err == nil && uint64(len(d.B)) != 4*uint64(n)*uint64(out.Dim) {
+		d.Err = fmt.Errorf("%w: %d ids of %d dimensions need %d bytes of data, have %d", ErrFormat, n, out.Dim, 4*n*out.Dim, len(d.B))
 	}
-	if d.err != nil {
-		return d.err
+	if d.Err != nil {
+		return d.Err
 	}
 	out.Data = make([]float32, n*out.Dim)
 	for i := range out.Data {
-		out.Data[i] = math.Float32frombits(binary.LittleEndian.Uint32(d.b[4*i:]))
+		out.Data[i] = math.Float32frombits(binary.LittleEndian.Uint32(d.B[4*i:]))
 	}
 	if err := out.Validate(); err != nil {
 		return err
@@ -239,34 +241,4 @@ func Load(b []byte) (*Vectors, error) {
 		return nil, err
 	}
 	return v, nil
-}
-
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) next(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b) {
-		d.err = fmt.Errorf("%w: truncated", ErrFormat)
-		return nil
-	}
-	p := d.b[:n]
-	d.b = d.b[n:]
-	return p
-}
-
-func (d *decoder) u32() uint32 {
-	p := d.next(4)
-	if p == nil {
-		return 0
-	}
-	return binary.LittleEndian.Uint32(p)
-}
-
-func (d *decoder) str() string {
-	return string(d.next(int(d.u32())))
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/kilnmcp/kiln/runtime/binread"
 )
 
 // Table is a frozen cut of a word-vector set: each word's vector quantized
@@ -131,81 +133,46 @@ func (t *Table) MarshalBinary() ([]byte, error) {
 // Load decodes a table MarshalBinary wrote, typically embedded in
 // generated/searchindex.
 func Load(b []byte) (*Table, error) {
-	d := &dec{b: b}
-	if string(d.next(len(tableMagic))) != tableMagic {
+	d := binread.New(b, ErrFormat)
+	if string(d.Next(len(tableMagic))) != tableMagic {
 		return nil, fmt.Errorf("%w: not a Kiln static vectors file", ErrFormat)
 	}
-	t := &Table{Source: d.str(), SHA256: d.str()}
-	t.Dim, t.Total = int(d.u32()), int(d.u32())
-	n := int(d.u32())
+	t := &Table{Source: d.Str(), SHA256: d.Str()}
+	t.Dim, t.Total = int(d.U32()), int(d.U32())
+	n := int(d.U32())
 	// Every word costs at least 4+4+4+dim bytes: a larger count is corrupt,
 	// and checking first keeps it from allocating gigabytes.
-	if d.err == nil && (t.Dim <= 0 || t.Dim > 1<<16 || n > len(d.b)/(12+t.Dim)) {
-		return nil, fmt.Errorf("%w: %d words of %d dimensions in %d bytes", ErrFormat, n, t.Dim, len(d.b))
+	if d.Err == nil && (t.Dim <= 0 || t.Dim > 1<<16 || n > len(d.B)/(12+t.Dim)) {
+		return nil, fmt.Errorf("%w: %d words of %d dimensions in %d bytes", ErrFormat, n, t.Dim, len(d.B))
 	}
 	t.Words = make([]string, n)
 	for i := range t.Words {
-		t.Words[i] = d.str()
+		t.Words[i] = d.Str()
 	}
 	t.Ranks = make([]uint32, n)
 	for i := range t.Ranks {
-		t.Ranks[i] = d.u32()
+		t.Ranks[i] = d.U32()
 	}
 	t.Scales = make([]float32, n)
 	for i := range t.Scales {
-		t.Scales[i] = math.Float32frombits(d.u32())
+		t.Scales[i] = math.Float32frombits(d.U32())
 	}
-	q := d.next(n * t.Dim)
+	q := d.Next(n * t.Dim)
 	t.Q = make([]int8, len(q))
 	for i, x := range q {
 		t.Q[i] = int8(x)
 	}
-	if d.u32() == 1 {
-		t.Mean, t.PC = d.floats(t.Dim), d.floats(t.Dim)
+	if d.U32() == 1 {
+		t.Mean, t.PC = floats(d, t.Dim), floats(d, t.Dim)
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%w: %d bytes after the table", ErrFormat, len(d.b))
+	if d.Err == nil && len(d.B) != 0 {
+		d.Err = fmt.Errorf("%w: %d bytes after the table", ErrFormat, len(d.B))
 	}
-	if d.err != nil {
-		return nil, d.err
+	if d.Err != nil {
+		return nil, d.Err
 	}
 	t.reindex()
 	return t, nil
-}
-
-type dec struct {
-	b   []byte
-	err error
-}
-
-func (d *dec) next(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b) {
-		d.err = fmt.Errorf("%w: truncated", ErrFormat)
-		return nil
-	}
-	p := d.b[:n]
-	d.b = d.b[n:]
-	return p
-}
-
-func (d *dec) u32() uint32 {
-	if p := d.next(4); p != nil {
-		return binary.LittleEndian.Uint32(p)
-	}
-	return 0
-}
-
-func (d *dec) str() string { return string(d.next(int(d.u32()))) }
-
-func (d *dec) floats(n int) []float32 {
-	out := make([]float32, n)
-	for i := range out {
-		out[i] = math.Float32frombits(d.u32())
-	}
-	return out
 }
 
 // CutFor is what emit freezes for a tool set: raw cut to the words of
@@ -221,4 +188,13 @@ func CutFor(raw *Raw, source, sha string, texts []string, top int) *Table {
 	t := Cut(raw, source, sha, func(w string) bool { return keep[w] }, top)
 	t.Fit(texts)
 	return t
+}
+
+// floats reads n little-endian float32s.
+func floats(d *binread.Reader, n int) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = math.Float32frombits(d.U32())
+	}
+	return out
 }

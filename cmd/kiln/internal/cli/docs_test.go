@@ -13,10 +13,6 @@ import (
 // show against the flags kiln's subcommands really take: a renamed or
 // removed flag fails here, not in a reader's terminal.
 func TestDocsCommands(t *testing.T) {
-	pages, err := docscan.Pages("../../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	kiln := docscan.CLI{Bins: []string{"kiln", "bin/kiln", "./bin/kiln", "./cmd/kiln"}, Usage: map[string]string{}}
 	for _, sub := range []string{"serve", "connect", "auth login", "auth status", "auth logout", "version", "help"} {
 		var out, errs bytes.Buffer
@@ -33,7 +29,10 @@ func TestDocsCommands(t *testing.T) {
 	if !docscan.HelpFlags(kiln.Usage["serve"])["http"] || !docscan.HelpFlags(kiln.Usage["auth login"])["no-browser"] {
 		t.Fatalf("serve's or auth login's usage lists no flags; has its output changed?\n%s\n%s", kiln.Usage["serve"], kiln.Usage["auth login"])
 	}
-	problems, checked := kiln.Check(pages)
+	problems, checked, err := kiln.CheckDocs("../../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range problems {
 		t.Error(p)
 	}

@@ -31,11 +31,17 @@ var fusions = map[string]semantic.Fusion{"rrf": semantic.FuseRRF, "linear": sema
 // frozen vectors would save, and a vector can never be stale. Tools
 // registered at run time are embedded by the searcher's With.
 func openStatic(vc config.Vectors, lex *search.Index, frozen []byte, ok bool, log *slog.Logger) (Searcher, error) {
-	if !ok {
-		return nil, nil
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if !ok {
+		if vc.File != "" {
+			// The key is read by kiln-gen emit; a binary built without it
+			// must say so rather than rank lexically in silence.
+			log.Warn("gateway.vectors.file is set, but this kiln was built without static word vectors; search_tools ranks by words only",
+				"file", vc.File, "fix", "kiln-gen emit --config FILE (or make emit VECTORS=1), then make build")
+		}
+		return nil, nil
 	}
 	t, err := static.Load(frozen)
 	if err != nil {

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kilnmcp/kiln/runtime/config"
@@ -56,6 +59,13 @@ func TestOpenStatic(t *testing.T) {
 
 	if s, err := openStatic(vc, lex, nil, false, nil); s != nil || err != nil {
 		t.Errorf("openStatic without a compiled table = %v, %v; want nil, nil", s, err)
+	}
+	var logged bytes.Buffer
+	withFile := vc
+	withFile.File = "/vectors.txt"
+	if s, err := openStatic(withFile, lex, nil, false, slog.New(slog.NewTextHandler(&logged, nil))); s != nil || err != nil ||
+		!strings.Contains(logged.String(), "built without static word vectors") {
+		t.Errorf("gateway.vectors.file without a compiled table: %v, %v, log %q; want nil, nil and a warning", s, err, logged.String())
 	}
 	if _, err := openStatic(vc, lex, frozen[:20], true, nil); !errors.Is(err, static.ErrFormat) {
 		t.Errorf("openStatic of a cut table: %v, want ErrFormat", err)
