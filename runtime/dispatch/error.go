@@ -21,6 +21,11 @@ const (
 	CodeCanceled      Code = "canceled"
 	CodeBackend       Code = "backend_error"
 	CodeUnsupported   Code = "unsupported"
+	// CodeDenied: the caller's identity may not use this tool (policies:).
+	CodeDenied Code = "denied_by_policy"
+	// CodeRateLimited: the caller's identity is over its rate or
+	// max_in_flight; the message says when to retry.
+	CodeRateLimited Code = "rate_limited"
 )
 
 // Error is a failure to get a result from a backend, written for the model
