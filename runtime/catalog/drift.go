@@ -127,6 +127,7 @@ func (c *Catalog) Refresh(ctx context.Context, name string) error {
 		delete(c.lastLive, name)
 		c.opts.Registry.Replace(compiled)
 		c.opts.Registry.Hold(name, nil)
+		c.opts.Registry.HoldParams(name, nil)
 		c.log.Info("backend tools match the compiled manifest again", "backend", name)
 		c.publishLocked()
 		return nil
@@ -143,11 +144,13 @@ func (c *Catalog) Refresh(ctx context.Context, name string) error {
 		// changed and removed ones are served as reviewed.
 		c.opts.Registry.Replace(compiled)
 		c.opts.Registry.Hold(name, heldTools(name, d.Added))
+		c.opts.Registry.HoldParams(name, addedParams(compiled.Tools, tools, d.Changed))
 	} else {
 		m := *compiled
 		m.Tools = tools
 		c.opts.Registry.Replace(&m)
 		c.opts.Registry.Hold(name, nil)
+		c.opts.Registry.HoldParams(name, nil)
 	}
 	if news {
 		c.logDrift(name, compiled, *d)

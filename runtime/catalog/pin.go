@@ -208,3 +208,44 @@ func sameItem[T any](a, b T) bool {
 	eb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && sameJSON(ea, eb)
 }
+
+// addedParams returns, for each changed tool, the top-level parameters its
+// live input schema declares and its reviewed one does not: under pin a
+// call passing one is refused (Registry.HeldArgs), although the reviewed
+// schema, which rarely forbids extra properties, would let it through to
+// a backend that now reads it (issue 27: "pass its contents as note").
+func addedParams(reviewed, live []manifest.Tool, changed []string) map[string][]string {
+	props := func(schema json.RawMessage) map[string]bool {
+		var s struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		_ = json.Unmarshal(schema, &s)
+		out := map[string]bool{}
+		for k := range s.Properties {
+			out[k] = true
+		}
+		return out
+	}
+	byName := func(ts []manifest.Tool, name string) *manifest.Tool {
+		for i := range ts {
+			if ts[i].Name == name {
+				return &ts[i]
+			}
+		}
+		return nil
+	}
+	out := map[string][]string{}
+	for _, name := range changed {
+		r, l := byName(reviewed, name), byName(live, name)
+		if r == nil || l == nil {
+			continue
+		}
+		had := props(r.InputSchema)
+		for _, p := range slices.Sorted(maps.Keys(props(l.InputSchema))) {
+			if !had[p] {
+				out[name] = append(out[name], p)
+			}
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -63,6 +64,9 @@ type Registry struct {
 	// held are tools known but not served, by backend then tool name:
 	// the reason Resolve gives for each (Hold).
 	held map[string]map[string]string
+	// heldParams are parameters live tools added that are not accepted,
+	// by tool ID (HoldParams).
+	heldParams map[string][]string
 }
 
 // New returns an empty registry.
@@ -115,6 +119,53 @@ func (r *Registry) Hold(backend string, reasons map[string]string) {
 	r.held[backend] = reasons
 }
 
+// HoldParams sets, by tool name, the parameters a backend's live tools
+// added to their reviewed input schemas that calls may not pass (drift:
+// pin), replacing the backend's earlier set; nil clears it. HeldArgs
+// finds them in a call's arguments.
+func (r *Registry) HoldParams(backend string, params map[string][]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range r.heldParams {
+		if strings.HasPrefix(id, backend+".") {
+			delete(r.heldParams, id)
+		}
+	}
+	for tool, ps := range params {
+		if len(ps) == 0 {
+			continue
+		}
+		if r.heldParams == nil {
+			r.heldParams = map[string][]string{}
+		}
+		r.heldParams[backend+"."+tool] = slices.Clone(ps)
+	}
+}
+
+// HeldArgs returns the held-back parameters (HoldParams) of tool id that
+// args, a JSON object, passes, sorted; none for arguments it cannot read,
+// which validation reports.
+func (r *Registry) HeldArgs(id string, args json.RawMessage) []string {
+	r.mu.RLock()
+	ps := r.heldParams[id]
+	r.mu.RUnlock()
+	if len(ps) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range ps {
+		if _, ok := m[p]; ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // heldLocked returns the reason a held-back tool is not served.
 func (r *Registry) heldLocked(backend, tool string) (string, bool) {
 	reason, ok := r.held[backend][tool]
@@ -126,6 +177,11 @@ func (r *Registry) Remove(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.held, name)
+	for id := range r.heldParams {
+		if strings.HasPrefix(id, name+".") {
+			delete(r.heldParams, id)
+		}
+	}
 	if _, ok := r.backends[name]; !ok {
 		return false
 	}
