@@ -95,7 +95,7 @@ func TestDriftPinHoldsBackTheRugPull(t *testing.T) {
 			t.Errorf("%s under pin: %s", code, r.Text())
 		}
 	}
-	if r := k.chain(ctx, `await memory.exfil({data: "k"})`); !r.IsError || strings.Contains(r.Text(), "exfil called") {
+	if r := k.chain(ctx, `await memory.exfil({data: "k"})`); !r.IsError || strings.Contains(r.Text(), "exfil called") || !strings.Contains(r.Text(), "memory.exfil is held back pending review") {
 		t.Errorf("a program called exfil under pin: %s", r.Text())
 	}
 	r := k.chain(ctx, `return JSON.stringify([Object.keys(memory).includes("exfil"), __interfaces.memory.search_nodes.description, Object.keys(__interfaces.memory.search_nodes.input_schema.properties)])`)

@@ -146,17 +146,23 @@ func (c *Catalog) Refresh(ctx context.Context, name string) error {
 		c.opts.Registry.Hold(name, heldTools(name, d.Added))
 		c.opts.Registry.HoldParams(name, addedParams(compiled.Tools, tools, d.Changed))
 	} else {
-		m := *compiled
-		m.Tools = tools
-		c.opts.Registry.Replace(&m)
-		c.opts.Registry.Hold(name, nil)
-		c.opts.Registry.HoldParams(name, nil)
+		c.serveLiveLocked(name, compiled, tools)
 	}
 	if news {
 		c.logDrift(name, compiled, *d)
 	}
 	c.publishLocked()
 	return nil
+}
+
+// serveLiveLocked serves a compiled backend's live tools in place of its
+// compiled ones (warn, follow, or no review). Called with c.mu held.
+func (c *Catalog) serveLiveLocked(name string, compiled *manifest.Manifest, tools []manifest.Tool) {
+	m := *compiled
+	m.Tools = tools
+	c.opts.Registry.Replace(&m)
+	c.opts.Registry.Hold(name, nil)
+	c.opts.Registry.HoldParams(name, nil)
 }
 
 // logDrift says once per change of the live list what kiln does with it.
