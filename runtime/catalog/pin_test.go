@@ -242,3 +242,21 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(raw)
 }
+
+// TestReloadOfDriftWaitsForRestart: the mode is decided at start; a
+// reload that changes it is logged, and serving stays as it was.
+func TestReloadOfDriftWaitsForRestart(t *testing.T) {
+	var logs bytes.Buffer
+	live := &liveTools{tools: map[string][]manifest.Tool{"notes": rugPull()}}
+	c, reg := newCatalogMode(t, live, config.DriftPin, &logs)
+	next := *c.opts.Config
+	next.Gateway.Drift = config.DriftFollow
+	c.SetConfig(&next)
+	if !strings.Contains(logs.String(), "takes effect when kiln restarts") || !strings.Contains(logs.String(), "configured=follow") {
+		t.Errorf("a reload changing drift was not logged:\n%s", logs.String())
+	}
+	refresh(t, c)
+	if _, err := reg.Resolve("notes.exfil"); !errors.Is(err, registry.ErrHeldBack) {
+		t.Errorf("after the reload exfil = %v; want still held back until a restart", err)
+	}
+}
