@@ -166,6 +166,21 @@ func (r *Registry) HeldArgs(id string, args json.RawMessage) []string {
 	return out
 }
 
+// HeldTools returns the IDs (backend.tool) of every held-back tool
+// (Hold), sorted; Resolve gives each one's reason.
+func (r *Registry) HeldTools() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for b, tools := range r.held {
+		for t := range tools {
+			out = append(out, b+"."+t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // heldLocked returns the reason a held-back tool is not served.
 func (r *Registry) heldLocked(backend, tool string) (string, bool) {
 	reason, ok := r.held[backend][tool]

@@ -28,6 +28,7 @@ func (s *Server) ServeConn(ctx context.Context, in io.Reader, out io.Writer) err
 		id:            "conn-" + randomToken(),
 		notifications: make(chan mcp.JSONRPCNotification, 100),
 		out:           out,
+		patch:         s.patchOut,
 		pending:       map[int64]chan connReply{},
 		gone:          make(chan struct{}),
 	}
@@ -130,8 +131,9 @@ type connSession struct {
 	caps          atomic.Value // mcp.ClientCapabilities
 	proto         atomic.Value // string
 
-	wmu sync.Mutex
-	out io.Writer
+	wmu   sync.Mutex
+	out   io.Writer
+	patch func([]byte) []byte // Server.patchOut
 
 	nextID  atomic.Int64
 	pmu     sync.Mutex
@@ -187,9 +189,12 @@ func (c *connSession) ProtocolVersion() string {
 }
 
 // writeLine writes one message; every outgoing message passes the same
-// patch as on stdio (withNotFoundURI).
+// patch as on stdio (Server.patchOut).
 func (c *connSession) writeLine(b []byte) {
-	b = append(withNotFoundURI(b), '\n')
+	if c.patch != nil {
+		b = c.patch(b)
+	}
+	b = append(b, '\n')
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	// A failed write means the client is gone; the read loop sees it end.

@@ -82,15 +82,16 @@ func (lw *lineWriter) Write(p []byte) (int, error) {
 	}
 }
 
-// notFoundHTTP patches POST responses: a JSON body is buffered (a response
-// is one small message) and an event stream is patched line by line.
-func notFoundHTTP(h http.Handler) http.Handler {
+// notFoundHTTP patches POST responses with patch (withNotFoundURI, or the
+// server's patchOut): a JSON body is buffered (a response is one small
+// message) and an event stream is patched line by line.
+func notFoundHTTP(h http.Handler, patch func([]byte) []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			h.ServeHTTP(w, r)
 			return
 		}
-		pw := &patchWriter{ResponseWriter: w, listenID: listenRequestID(r)}
+		pw := &patchWriter{ResponseWriter: w, listenID: listenRequestID(r), patch: patch}
 		h.ServeHTTP(pw, r)
 		pw.finish()
 	})
@@ -102,6 +103,7 @@ type patchWriter struct {
 	// acked records that its stream carried a notification.
 	listenID json.RawMessage
 	acked    bool
+	patch    func([]byte) []byte
 	mode     int // 0 undecided, 1 pass through, 2 buffer JSON, 3 SSE lines
 	status   int
 	body     bytes.Buffer
@@ -125,7 +127,7 @@ func (p *patchWriter) decide() {
 			if !ok {
 				return line
 			}
-			out := append([]byte("data: "), withNotFoundURI(data)...)
+			out := append([]byte("data: "), p.patch(data)...)
 			if ack := p.missingAck(data); ack != nil {
 				// Emit the acknowledgement as its own event first.
 				out = append(append(append([]byte("data: "), ack...), "\n\nevent: message\n"...), out...)
@@ -173,7 +175,7 @@ func (p *patchWriter) finish() {
 		if p.status != 0 {
 			p.ResponseWriter.WriteHeader(p.status)
 		}
-		p.ResponseWriter.Write(withNotFoundURI(bytes.TrimRight(p.body.Bytes(), "\n")))
+		p.ResponseWriter.Write(p.patch(bytes.TrimRight(p.body.Bytes(), "\n")))
 	case 3:
 		if len(p.lines.buf) > 0 {
 			p.ResponseWriter.Write(p.lines.buf)

@@ -57,7 +57,7 @@ func TestNotFoundHTTP(t *testing.T) {
 					return
 				}
 				w.Write([]byte(msg + "\n"))
-			}))
+			}), withNotFoundURI)
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader("{}")))
 			if !strings.Contains(rec.Body.String(), `"data":{"uri":"kiln://x"}`) || rec.Code != http.StatusOK {
@@ -87,7 +87,7 @@ func TestListenAckComesFirst(t *testing.T) {
 				for _, f := range tc.frames {
 					w.Write([]byte("event: message\ndata: " + f + "\n\n"))
 				}
-			}))
+			}), withNotFoundURI)
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{}}`)))
 			var got []string

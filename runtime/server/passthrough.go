@@ -54,6 +54,11 @@ type passthru struct {
 
 	mu     sync.Mutex // serializes sync
 	offers map[string]offer
+	// live is each connected backend's last live offer, which a refresh
+	// of one kind completes (offers holds what is served: under drift:
+	// pin the reviewed lists); held is what of it is not served (held.go).
+	live map[string]offer
+	held map[string]heldOffer
 	// Registered with the SDK server, with a fingerprint so an unchanged
 	// item is not registered again (each registration notifies clients).
 	resources map[string]string // URI -> fingerprint
@@ -73,7 +78,7 @@ type passthru struct {
 }
 
 func (s *Server) addPassthrough() {
-	p := &passthru{s: s, offers: map[string]offer{},
+	p := &passthru{s: s, offers: map[string]offer{}, live: map[string]offer{}, held: map[string]heldOffer{},
 		resources: map[string]string{}, templates: map[string]string{}, prompts: map[string]string{}}
 	p.table.Store(route.New(nil))
 	p.exposed.Store(&map[string]promptRef{})
@@ -154,7 +159,10 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 		}()
 	}
 	p.mu.Lock()
-	o := p.offers[name]
+	o, ok := p.live[name]
+	if !ok {
+		o = p.offers[name]
+	}
 	p.mu.Unlock()
 	var err error
 	if want("resources") {
@@ -170,9 +178,11 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 			return fmt.Errorf("refresh %s prompts: %w", name, err)
 		}
 	}
-	o = s.serveOffer(name, o)
+	served := s.serveOffer(name, o)
 	p.mu.Lock()
-	p.offers[name] = o
+	p.live[name] = o
+	p.offers[name] = served
+	p.held[name] = heldOf(o, served)
 	p.mu.Unlock()
 	p.sync()
 	return nil
@@ -183,6 +193,8 @@ func (s *Server) Forget(name string) {
 	if p := s.pass; p != nil {
 		p.mu.Lock()
 		delete(p.offers, name)
+		delete(p.live, name)
+		delete(p.held, name)
 		p.mu.Unlock()
 		p.sync()
 	}

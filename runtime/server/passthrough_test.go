@@ -48,6 +48,8 @@ type fakeBackends struct {
 	promptErr error
 	// prompts is every backend's live prompt list (none when nil).
 	prompts []manifest.Prompt
+	// resources is every backend's live resource list (none when nil).
+	resources []manifest.Resource
 }
 
 func (f *fakeBackends) log(s string) {
@@ -57,7 +59,7 @@ func (f *fakeBackends) log(s string) {
 }
 
 func (f *fakeBackends) ListResources(context.Context, string) ([]manifest.Resource, error) {
-	return nil, f.listErr
+	return f.resources, f.listErr
 }
 func (f *fakeBackends) ListResourceTemplates(context.Context, string) ([]manifest.ResourceTemplate, error) {
 	return nil, nil

@@ -261,7 +261,7 @@ func toMCP(r *toolcall.Result) (*mcp.CallToolResult, error) {
 // /message.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.cancels(checkedHTTP(notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"))))))
+	mux.Handle("/mcp", s.cancels(checkedHTTP(notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp")), s.patchOut))))
 	sse := server.NewSSEServer(s.mcp, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"))
 	mux.Handle("/sse", sse.SSEHandler())
 	mux.Handle("/message", s.cancels(checkedHTTP(sse.MessageHandler())))

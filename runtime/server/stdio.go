@@ -49,7 +49,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		return ctx
 	})
 	sw := newSyncWriter(out)
-	lw := &lineWriter{w: sw, patch: withNotFoundURI}
+	lw := &lineWriter{w: sw, patch: s.patchOut}
 	pr, pw := io.Pipe()
 	listened := make(chan error, 1)
 	go func() {
