@@ -62,7 +62,10 @@ func TestHeldPromptAndResourceSayWhy(t *testing.T) {
 		t.Errorf("resources/read of a held-back resource: %v", err)
 	}
 	for _, e := range []error{
-		func() error { _, err := c.GetPrompt(t.Context(), mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "beta__nope"}}); return err }(),
+		func() error {
+			_, err := c.GetPrompt(t.Context(), mcp.GetPromptRequest{Params: mcp.GetPromptParams{Name: "beta__nope"}})
+			return err
+		}(),
 		func() error {
 			_, err := c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "beta://nope"}})
 			return err
