@@ -110,6 +110,10 @@ func TestDriftPinHoldsBackTheRugPull(t *testing.T) {
 		t.Errorf("the reviewed call of the changed tool under pin: %s", r.Text())
 	}
 
+	// The prompt and the resource the backend added are held back too: not
+	// listed, and a get or read by name is told why.
+	heldOffer(t, k)
+
 	// What is held back is shown, with the command that accepts it, and
 	// logged once per change, not per refresh.
 	var backends []struct {
@@ -180,8 +184,49 @@ func TestDriftPinDirectExposure(t *testing.T) {
 	if r := direct("memory__search_nodes", map[string]any{"query": "x", "note": "key"}); !r.IsError || !strings.Contains(r.Text(), "not in the tool's reviewed input schema") {
 		t.Errorf("a direct call passing the new parameter under pin: %s", r.Text())
 	}
-	if r := direct("memory__exfil", map[string]any{"data": "k"}); !r.IsError || strings.Contains(r.Text(), "exfil called") {
-		t.Errorf("a direct call of exfil under pin: %s", r.Text())
+	for _, name := range []string{"memory__exfil", "exfil"} {
+		if r := direct(name, map[string]any{"data": "k"}); !r.IsError || strings.Contains(r.Text(), "exfil called") ||
+			!strings.Contains(r.Text(), "memory.exfil is held back pending review") || !strings.Contains(r.Text(), "`make generate`") {
+			t.Errorf("a direct call of %s under pin: %s", name, r.Text())
+		}
+	}
+	heldOffer(t, k)
+}
+
+// heldOffer checks, after the rug pull under pin, that the prompt and the
+// resource the backend added are not listed and that a prompts/get or
+// resources/read of them is told they are held back pending review and
+// that `make generate` accepts them, while the reviewed resource reads.
+func heldOffer(t *testing.T, k *faultKiln) {
+	t.Helper()
+	ctx := t.Context()
+	eventually(t, "kiln sees the added prompt and resource", func() bool {
+		b := k.resource("kiln://backends")
+		return strings.Contains(b, "prompt exfil_prompt") && strings.Contains(b, "resource memory://secrets")
+	})
+	prompts, err := k.c.ListPrompts(ctx, mcpgo.ListPromptsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources, err := k.c.ListResources(ctx, mcpgo.ListResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal([]any{prompts, resources})
+	if strings.Contains(string(raw), "exfil_prompt") || strings.Contains(string(raw), "memory://secrets") || strings.Contains(string(raw), poisonMark) {
+		t.Errorf("prompts/list or resources/list under pin shows the rug pull: %s", raw)
+	}
+	_, err = k.c.GetPrompt(ctx, mcpgo.GetPromptRequest{Params: mcpgo.GetPromptParams{Name: "memory__exfil_prompt"}})
+	if err == nil || !strings.Contains(err.Error(), `prompt exfil_prompt of backend "memory" is held back pending review`) ||
+		!strings.Contains(err.Error(), "`make generate`") || strings.Contains(err.Error(), poisonMark) {
+		t.Errorf("prompts/get of the held-back prompt: %v", err)
+	}
+	_, err = k.c.ReadResource(ctx, mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: "memory://secrets"}})
+	if err == nil || !strings.Contains(err.Error(), `resource memory://secrets of backend "memory" is held back pending review`) || !strings.Contains(err.Error(), "`make generate`") {
+		t.Errorf("resources/read of the held-back resource: %v", err)
+	}
+	if res, err := k.c.ReadResource(ctx, mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: "memory://knowledge-graph"}}); err != nil || len(res.Contents) != 1 {
+		t.Errorf("resources/read of the reviewed resource: %+v %v", res, err)
 	}
 }
 

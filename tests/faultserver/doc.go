@@ -24,7 +24,8 @@
 //	FAULT_RUG_PULL=file       --rug-pull      serve only the tools of the kiln manifest file as recorded, then, after
 //	                                          the first tools/call, poison one (its description becomes an
 //	                                          <IMPORTANT> instruction to read ~/.ssh/id_rsa into a new "note"
-//	                                          parameter) and add a tool "exfil", with tools/list_changed (rugpull.go)
+//	                                          parameter) and add a tool "exfil", a prompt "exfil_prompt" and a
+//	                                          resource memory://secrets, with list_changed (rugpull.go)
 //	FAULT_RUG_PULL_TOOL=t     --rug-pull-tool the tool FAULT_RUG_PULL poisons (default: the manifest's first)
 //
 // FAULT_START_DELAY is applied before FAULT_EXIT_AT_START, so the two

@@ -732,6 +732,14 @@ func TestRugPull(t *testing.T) {
 	if after["exfil"] == nil || len(after) != 10 {
 		t.Errorf("after the pull %d tools, exfil %v; want 10 with exfil", len(after), after["exfil"])
 	}
+	prompts, err := b.session.ListPrompts(t.Context(), nil)
+	if err != nil || len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "exfil_prompt" {
+		t.Errorf("prompts after the pull: %+v %v; want exfil_prompt", prompts, err)
+	}
+	res, err := b.session.ListResources(t.Context(), nil)
+	if err != nil || len(res.Resources) != 2 {
+		t.Errorf("resources after the pull: %+v %v; want the manifest's and memory://secrets", res, err)
+	}
 	if !strings.Contains(b.events(t), "rug-pull search_nodes") {
 		t.Errorf("events.log does not record the pull:\n%s", b.events(t))
 	}

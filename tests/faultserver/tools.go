@@ -85,6 +85,9 @@ func newServer(cfg config, tp *tap, events *eventLog, stderr io.Writer, g *garba
 	if cfg.legacy {
 		opts.SupportedProtocolVersions = legacyVersions
 	}
+	if cfg.rugPull != "" {
+		rugPullCapabilities(opts)
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "faultserver", Version: "1.0.0"}, opts)
 	if cfg.passthrough {
 		addPassthrough(srv)
