@@ -157,3 +157,26 @@ func (s *Server) heldItem(match func(backend string, h heldOffer) string) string
 	}
 	return ""
 }
+
+// reviewedDescription returns the description prompts/list shows for ref
+// when the backend's live prompt says otherwise: under drift: pin the
+// listing is the reviewed one, and a prompts/get result must not carry the
+// changed (possibly poisoned) description the listing holds back. The
+// messages are the backend's answer, like a tool's result, and pass on.
+func (p *passthru) reviewedDescription(ref promptRef) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	find := func(ps []manifest.Prompt) *manifest.Prompt {
+		for i := range ps {
+			if ps[i].Name == ref.name {
+				return &ps[i]
+			}
+		}
+		return nil
+	}
+	served, live := find(p.offers[ref.backend].prompts), find(p.live[ref.backend].prompts)
+	if served == nil || live == nil || served.Description == live.Description {
+		return "", false
+	}
+	return served.Description, true
+}

@@ -122,6 +122,9 @@ func (p *passthru) prompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("backend %q answered prompts/get of %q with a malformed result: %v", ref.backend, ref.name, err)
 	}
+	if d, ok := p.reviewedDescription(ref); ok {
+		res.Description = d
+	}
 	out := &mcp.GetPromptResult{Description: p.s.opts.Scrubber.String(res.Description), Messages: make([]mcp.PromptMessage, 0, len(res.Messages))}
 	if len(res.Meta) > 0 && string(res.Meta) != "null" {
 		var meta mcp.Meta

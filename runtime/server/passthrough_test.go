@@ -50,6 +50,8 @@ type fakeBackends struct {
 	prompts []manifest.Prompt
 	// resources is every backend's live resource list (none when nil).
 	resources []manifest.Resource
+	// promptDesc, when set, is the description prompts/get answers with.
+	promptDesc string
 }
 
 func (f *fakeBackends) log(s string) {
@@ -79,7 +81,11 @@ func (f *fakeBackends) GetPrompt(_ context.Context, b, prompt string, args map[s
 	if f.promptErr != nil {
 		return nil, f.promptErr
 	}
-	return json.RawMessage(`{"description":"hi","messages":[{"role":"user","content":{"type":"text","text":"hello ` + args["who"] + `","annotations":{"priority":1},"x-extra":true}}]}`), nil
+	desc, _ := json.Marshal("hi")
+	if f.promptDesc != "" {
+		desc, _ = json.Marshal(f.promptDesc)
+	}
+	return json.RawMessage(`{"description":` + string(desc) + `,"messages":[{"role":"user","content":{"type":"text","text":"hello ` + args["who"] + `","annotations":{"priority":1},"x-extra":true}}]}`), nil
 }
 
 func (f *fakeBackends) Complete(_ context.Context, b string, ref backend.CompleteRef, arg, value string, _ map[string]string) (json.RawMessage, error) {
