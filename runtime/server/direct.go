@@ -106,6 +106,13 @@ func (s *Server) SyncTools() {
 	var tools []server.ServerTool
 	for _, t := range shown {
 		name := names[exposeKey{t.ID(), s.bare(t.Backend)}]
+		if !jsonObject(t.InputSchema) || len(t.OutputSchema) > 0 && !jsonObject(t.OutputSchema) {
+			// A client decoding tools/list fails on the whole list over
+			// one non-object schema (a live backend's, served under drift:
+			// warn or follow, or with no review), so the tool is left out.
+			s.log.Warn("backend tool not listed: its input or output schema is not a valid schema object", "tool", t.ID())
+			continue
+		}
 		mt := mcpTool(name, t)
 		if err := mcp.ValidateParamHeaderAnnotations(&mt); err != nil {
 			// The SDK would panic on it; a backend's mistake must not.
@@ -177,6 +184,15 @@ func (s *Server) nameLocked(shown []*registry.Tool) map[exposeKey]string {
 // changes owner when a config switches between direct and hybrid.
 func (s *Server) reserved(name string) bool {
 	return slices.ContainsFunc(metaTools, func(m metaTool) bool { return m.name == name })
+}
+
+// jsonObject reports whether raw is a schema object a client decodes: a
+// JSON object whose type, properties and required have the shapes
+// mcp-go's tool schema type (and every client's) requires.
+func jsonObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	var schema mcp.ToolInputSchema
+	return json.Unmarshal(raw, &m) == nil && m != nil && json.Unmarshal(raw, &schema) == nil
 }
 
 // mcpTool is a backend tool as listed under name, with everything its
