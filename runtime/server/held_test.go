@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kilnmcp/kiln/runtime/catalog"
@@ -125,6 +127,43 @@ func TestPinnedPromptGetKeepsReviewedDescription(t *testing.T) {
 			got := rpc(t, s, "prompts/get", `{"name":"beta__greet","arguments":{"who":"x"}}`)
 			if leaked := strings.Contains(got, "id_rsa"); leaked != (mode == config.DriftWarn) || !strings.Contains(got, "hello x") {
 				t.Errorf("prompts/get of a changed prompt under %s: %s", mode, got)
+			}
+		})
+	}
+}
+
+// TestHeldToolOverHTTP: the held-back explanation of a direct call reaches
+// clients on streamable HTTP and on the legacy SSE transport too.
+func TestHeldToolOverHTTP(t *testing.T) {
+	env := newDirectServer(t, config.ExposeDirect, nil)
+	env.reg.Hold("everything", map[string]string{"exfil": catalog.HeldMessage("everything", "exfil")})
+	srv := httptest.NewServer(env.srv.Handler())
+	defer srv.Close()
+	for _, tc := range []struct {
+		name string
+		dial func() (*client.Client, error)
+	}{
+		{"streamable HTTP", func() (*client.Client, error) { return client.NewStreamableHttpClient(srv.URL + "/mcp") }},
+		{"SSE", func() (*client.Client, error) { return client.NewSSEMCPClient(srv.URL + "/sse") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := tc.dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "everything__exfil"}})
+			if err == nil || !strings.Contains(err.Error(), "everything.exfil is held back pending review") {
+				t.Errorf("tools/call of a held-back tool over %s: %v", tc.name, err)
+			}
+			if _, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "everything__image"}}); err != nil {
+				t.Errorf("a served tool over %s: %v", tc.name, err)
 			}
 		})
 	}

@@ -97,6 +97,16 @@ func notFoundHTTP(h http.Handler, patch func([]byte) []byte) http.Handler {
 	})
 }
 
+// patchSSE patches the legacy SSE transport's event stream (a GET that
+// carries every answer) line by line, as notFoundHTTP does a POST's.
+func patchSSE(h http.Handler, patch func([]byte) []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pw := &patchWriter{ResponseWriter: w, patch: patch}
+		h.ServeHTTP(pw, r)
+		pw.finish()
+	})
+}
+
 type patchWriter struct {
 	http.ResponseWriter
 	// listenID is the id of a subscriptions/listen request, else nil;

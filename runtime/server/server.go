@@ -263,7 +263,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.cancels(checkedHTTP(notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp")), s.patchOut))))
 	sse := server.NewSSEServer(s.mcp, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"))
-	mux.Handle("/sse", sse.SSEHandler())
+	mux.Handle("/sse", patchSSE(sse.SSEHandler(), s.patchOut))
 	mux.Handle("/message", s.cancels(checkedHTTP(sse.MessageHandler())))
 	return mux
 }
