@@ -92,7 +92,7 @@ func heldTools(backend string, names []string) map[string]string {
 // HeldMessage is what a model is told when it calls a tool held back
 // under pin: why it cannot, who can change that and how.
 func HeldMessage(backend, tool string) string {
-	return fmt.Sprintf("%s.%s is held back pending review: backend %q started offering it while kiln runs, and it is not in the reviewed manifest kiln was built with (drift: pin), so kiln does not serve it. "+
+	return fmt.Sprintf("%s.%s is held back pending review: backend %q offers it, but it is not in the reviewed manifest kiln was built with (drift: pin), so kiln does not serve it. "+
 		"Do not retry it; use the backend's reviewed tools (search_tools finds them; with expose: direct, tools/list lists them). A person can review the change with `kiln-gen diff` and accept it with `%s`, then rebuild and restart kiln.",
 		backend, tool, backend, AcceptCommand)
 }
@@ -100,7 +100,7 @@ func HeldMessage(backend, tool string) string {
 // HeldOfferMessage is HeldMessage for a resource or prompt held back
 // under pin; item is "prompt NAME" or "resource URI".
 func HeldOfferMessage(backend, item string) string {
-	return fmt.Sprintf("%s of backend %q is held back pending review: the backend started offering it while kiln runs, and it is not in the reviewed manifest kiln was built with (drift: pin), so kiln does not serve it. "+
+	return fmt.Sprintf("%s of backend %q is held back pending review: the backend offers it, but it is not in the reviewed manifest kiln was built with (drift: pin), so kiln does not serve it. "+
 		"Do not retry it; use the backend's reviewed resources and prompts (resources/list, prompts/list). A person can review the change with `kiln-gen diff` and accept it with `%s`, then rebuild and restart kiln.",
 		item, backend, AcceptCommand)
 }

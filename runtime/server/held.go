@@ -14,7 +14,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/registry"
 )
 
-// Under drift: pin what a backend started offering at run time is not
+// Under drift: pin what a backend offers beyond its reviewed manifest is not
 // registered with the SDK server, so a direct tools/call of a held-back
 // tool, a prompts/get of a held-back prompt and a resources/read of a
 // held-back resource get the SDK's "not found", which tells a model

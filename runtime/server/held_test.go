@@ -39,8 +39,8 @@ func TestDirectCallOfHeldToolSaysWhy(t *testing.T) {
 }
 
 // TestHeldPromptAndResourceSayWhy: under drift: pin a prompts/get of a
-// prompt and a resources/read of a resource the backend started offering
-// at run time are told they are held back pending review and that `make
+// prompt and a resources/read of a resource the backend offers beyond its
+// reviewed manifest are told they are held back pending review and that `make
 // generate` accepts them, over a real connection; unknown ones are not.
 func TestHeldPromptAndResourceSayWhy(t *testing.T) {
 	s, f := newPassthroughServer(t)
