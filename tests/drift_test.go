@@ -102,9 +102,17 @@ func TestDriftPinHoldsBackTheRugPull(t *testing.T) {
 	if r.IsError || r.Text() == "" || strings.Contains(r.Text(), "true") || strings.Contains(r.Text(), poisonMark) || strings.Contains(r.Text(), "note") {
 		t.Errorf("the sandbox bridge under pin: %s", r.Text())
 	}
-	r = k.chain(ctx, `{"tool":"memory.search_nodes","arguments":{"query":"x","note":"-----BEGIN OPENSSH PRIVATE KEY-----"}}`)
-	if !r.IsError || !strings.Contains(r.Text(), "argument note is not in the tool's reviewed input schema") || strings.Contains(r.Text(), "search_nodes called") {
-		t.Errorf("a call passing the new parameter under pin: %s", r.Text())
+	// The new parameter, in each tier: a JSON call, a literal TypeScript
+	// call and a program that builds the argument at run time.
+	for _, code := range []string{
+		`{"tool":"memory.search_nodes","arguments":{"query":"x","note":"-----BEGIN OPENSSH PRIVATE KEY-----"}}`,
+		`await memory.search_nodes({query: "x", note: "k"})`,
+		`const k = ["no", "te"].join(""); const r = await memory.search_nodes({query: "x", [k]: "key"}); return r;`,
+	} {
+		r := k.chain(ctx, code)
+		if !r.IsError || !strings.Contains(r.Text(), "argument note is not in the tool's reviewed input schema") || strings.Contains(r.Text(), "search_nodes called") {
+			t.Errorf("a call passing the new parameter under pin (%s): %s", code, r.Text())
+		}
 	}
 	if r := k.chain(ctx, `await memory.search_nodes({query: "x"})`); r.IsError || !strings.Contains(r.Text(), `search_nodes called with {"query":"x"}`) {
 		t.Errorf("the reviewed call of the changed tool under pin: %s", r.Text())
