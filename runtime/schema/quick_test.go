@@ -145,14 +145,15 @@ func BenchmarkValidate(b *testing.B) {
 	for _, mode := range []string{"quick", "full"} {
 		b.Run(mode, func(b *testing.B) {
 			v := New()
-			if err := v.Compile("t", []byte(quickSchemas[0])); err != nil {
+			schema := []byte(quickSchemas[0])
+			if err := v.Compile("t", schema); err != nil {
 				b.Fatal(err)
 			}
 			if mode == "full" {
-				v.entry("t").quick = nil
+				v.entry("t", schema).quick = nil
 			}
 			for b.Loop() {
-				if err := v.Validate("t", nil, args); err != nil {
+				if err := v.Validate("t", schema, args); err != nil {
 					b.Fatal(err)
 				}
 			}

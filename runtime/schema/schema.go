@@ -60,6 +60,7 @@ type Validator struct {
 }
 
 type entry struct {
+	src    []byte // the schema compiled, so a changed one is compiled anew
 	once   sync.Once
 	schema *jsonschema.Schema
 	quick  *quick // nil when the schema uses a keyword quick does not judge
@@ -78,17 +79,21 @@ func (v *Validator) Compile(key string, schema json.RawMessage) error {
 }
 
 func (v *Validator) compiled(key string, schema json.RawMessage) *entry {
-	e := v.entry(key)
+	e := v.entry(key, schema)
 	e.once.Do(func() { e.schema, e.quick, e.err = compile(key, schema) })
 	return e
 }
 
-func (v *Validator) entry(key string) *entry {
+// entry returns key's cache entry for schema: a tool whose schema changed
+// (a backend's live tools served under drift: warn or follow, a runtime
+// backend registered again) gets a new entry, so calls are validated
+// against the schema kiln serves, not the first one it saw.
+func (v *Validator) entry(key string, schema json.RawMessage) *entry {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	e, ok := v.cache[key]
-	if !ok {
-		e = &entry{}
+	if !ok || !bytes.Equal(e.src, schema) {
+		e = &entry{src: bytes.Clone(schema)}
 		v.cache[key] = e
 	}
 	return e

@@ -82,3 +82,22 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestChangedSchemaIsCompiledAnew: a tool whose schema changes under the
+// same key (live tools served under drift: warn) is validated against the
+// new schema, not the first one compiled.
+func TestChangedSchemaIsCompiledAnew(t *testing.T) {
+	v := New()
+	old := []byte(`{"type":"object","properties":{"query":{"type":"string"}},"additionalProperties":false}`)
+	live := []byte(`{"type":"object","properties":{"query":{"type":"string"},"note":{"type":"string"}},"additionalProperties":false}`)
+	args := []byte(`{"query":"x","note":"k"}`)
+	if err := v.Validate("memory.search_nodes", old, args); err == nil {
+		t.Fatal("the old schema accepts note")
+	}
+	if err := v.Validate("memory.search_nodes", live, args); err != nil {
+		t.Errorf("the changed schema is not used: %v", err)
+	}
+	if err := v.Validate("memory.search_nodes", old, args); err == nil {
+		t.Error("the schema changed back is not used")
+	}
+}
