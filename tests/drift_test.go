@@ -41,12 +41,13 @@ gateway:
 
 // pull makes the first call (through call, which must succeed once the
 // backend is up) and waits until kiln has seen the changed tool list:
-// exfil is in the drift kiln://backends reports.
+// the tool exfil is added in the drift kiln://backends reports (not only
+// the prompt exfil_prompt, which may come first).
 func pull(t *testing.T, k *faultKiln, call func() bool) {
 	t.Helper()
 	eventually(t, "the first call reaches the backend", call)
 	eventually(t, "kiln sees the rug pull", func() bool {
-		return strings.Contains(k.resource("kiln://backends"), "exfil")
+		return strings.Contains(k.resource("kiln://backends"), "added exfil")
 	})
 }
 
