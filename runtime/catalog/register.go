@@ -98,8 +98,12 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 	c.mu.Lock()
 	delete(c.pending, name)
 	c.gen++
-	err = c.opts.Registry.Add(m, false)
+	// The store keeps every tool it listed; this replica serves those that
+	// pass the poisoning checks (screen.go).
+	served, hidden := c.screenedLocked(m)
+	err = c.opts.Registry.Add(served, false)
 	if err == nil {
+		c.opts.Registry.Hold(name, hidden)
 		c.dynamic[name] = def
 		c.publishLocked()
 	}
@@ -109,8 +113,8 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 		c.unsave(name)
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
-	c.log.Info("backend registered at run time", "backend", name, "transport", b.Transport, "tools", len(m.Tools))
-	return m, nil
+	c.log.Info("backend registered at run time", "backend", name, "transport", b.Transport, "tools", len(served.Tools), "hidden", len(hidden))
+	return served, nil
 }
 
 // unsave removes a record save wrote for a registration that then failed.
@@ -360,9 +364,11 @@ func (c *Catalog) restoreLocked(p persisted) error {
 	if c.opts.OnAdmit != nil {
 		c.opts.OnAdmit(b)
 	}
-	if err := c.opts.Registry.Add(p.Manifest, false); err != nil {
+	served, hidden := c.screenedLocked(p.Manifest)
+	if err := c.opts.Registry.Add(served, false); err != nil {
 		return fmt.Errorf("%w: %v", ErrRefused, err)
 	}
+	c.opts.Registry.Hold(p.Name, hidden)
 	if err := c.opts.Backends.AddBackend(b); err != nil {
 		c.opts.Registry.Remove(p.Name)
 		return fmt.Errorf("%w: %v", ErrRefused, err)

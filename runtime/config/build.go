@@ -118,6 +118,7 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 	} else {
 		out.Drift = b.drift(b.expand(v))
 	}
+	out.AcceptFindings = b.acceptFindings(rb, path)
 	defMax := defaultMaxConcurrentHTTP
 	if out.Transport == TransportStdio {
 		defMax = defaultMaxConcurrentStdio

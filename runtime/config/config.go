@@ -248,6 +248,9 @@ type Backend struct {
 	// Drift is backends.NAME.drift, "" when the file leaves it to
 	// gateway.drift; read it through Config.DriftMode.
 	Drift DriftMode
+	// AcceptFindings lists the poisoning findings (RULE@TOOL) a reviewer
+	// accepted for this backend (runtime/poison).
+	AcceptFindings []string
 	// Vars lists the environment variables this backend's values reference
 	// through ${VAR} or ${VAR:-default}, sorted by name, for
 	// get_required_keys_for_tool. Values are never stored here.

@@ -278,7 +278,7 @@ func (pr parser) backend(be entry, path string) *rawBackend {
 		kp := keyPath(path, k)
 		good := true
 		switch k {
-		case "args":
+		case "args", "accept_findings":
 			good = pr.list(e.val, kp)
 		case "env":
 			good = pr.strMap(e.val, kp, checkEnvName)

@@ -144,6 +144,9 @@ var keyTable = []key{
 	{path: "backends.*.required", kind: kindFlag, def: "false", field: "Required", doc: "/readyz answers 503 until this backend is connected."},
 	{path: "backends.*.drift", kind: kindEnum, field: "Drift", enum: driftModes, defNote: "gateway.drift", atStart: true,
 		doc: "pin, warn or follow: gateway.drift for this backend alone. Not for workspace backends, which are served from kiln's source."},
+	{path: "backends.*.accept_findings", kind: kindList, field: "AcceptFindings", atStart: true,
+		schema: `{"type": ["array", "null"], "items": {"type": "string", "pattern": "^[a-z][a-z-]*@\\S+$"}}`,
+		doc:    "Poisoning findings a reviewer accepted as false positives, each RULE@TOOL as its SUSPICIOUS line names it (prompts/NAME for a prompt, instructions for the server's): kiln-gen emit --strict passes them and kiln serves the tool. Say why in a comment beside each."},
 
 	{path: "backends.*.bash.timeout", kind: kindDuration, def: "2m", doc: "When a command names none."},
 	{path: "backends.*.bash.max_timeout", kind: kindDuration, def: "10m", doc: "The longest a command may ask for."},

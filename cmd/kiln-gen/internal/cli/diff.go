@@ -53,6 +53,10 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kiln-gen diff: %v\n", err)
 		return exitFail
 	}
+	// Live tools are checked against the committed manifests (growth
+	// included): what a running kiln would be offered if it followed them.
+	rev := checkPoison(live, old, cfg.AcceptedFindings())
+	rev.print(stdout)
 	if failed {
 		fmt.Fprintln(stderr, "kiln-gen diff: some backends could not be reached; their drift is unknown")
 		return exitFail
