@@ -90,6 +90,19 @@ var tools = []Tool{
 		Description: "Kills a background shell and everything it started. Its status and unread output stay readable with BashOutput.",
 		InputSchema: schema(`{"type":"object","properties":{
 			"shell_id":{"type":"string","description":"The ID of the background shell to kill"}},"required":["shell_id"],"additionalProperties":false}`)},
+	{Name: "edit_function_body", writes: true, call: editFunctionBodyTool, hints: rewrites,
+		Description: "Replaces the body of one Go function or method, keeping its signature, its doc comment and every comment outside the body byte for byte, then gofmt. new_body is the statements between the braces (a whole { … } block is accepted too); it must parse, or nothing is written. Returns a unified diff and the post-edit check. Go only: for TypeScript, JavaScript and Python use Edit.",
+		InputSchema: schema(`{"type":"object","properties":{
+			"file_path":{"type":"string","description":"The .go file that declares the function"},
+			"function":{"type":"string","description":"The function: Name, or Type.Method for a method (pointer or value receiver)"},
+			"new_body":{"type":"string","description":"The new statements of the body, without the surrounding braces"}},"required":["file_path","function","new_body"],"additionalProperties":false}`)},
+	{Name: "insert_after_method", writes: true, call: insertAfterMethodTool, hints: changes,
+		Description: "Inserts Go declarations (methods, functions, types, vars, consts; no imports) into a file right after method type.method, or, without method, after the last method of type in that file (after the type's declaration when the file has no method of it). The code must parse and must not redeclare a function of the file, or nothing is written; comments stay where they were, then gofmt. Returns a unified diff and the post-edit check. Go only.",
+		InputSchema: schema(`{"type":"object","properties":{
+			"file_path":{"type":"string","description":"The .go file to insert into"},
+			"type":{"type":"string","description":"The receiver type whose method the code goes after, e.g. Server"},
+			"method":{"type":"string","description":"The method to insert after; omit to insert after the type's last method in the file"},
+			"code":{"type":"string","description":"One or more whole Go declarations, with their doc comments"}},"required":["file_path","type","code"],"additionalProperties":false}`)},
 	{Name: "run_tests", call: verifyTool("run_tests", func(p project, path, name string) string { return p.tests(path, name) }), hints: checks,
 		Description: "Runs the project's tests, detected from the root: go.mod → go test, package.json → its test script, pyproject.toml, setup.cfg, setup.py, pytest.ini or tox.ini → python -m pytest (with the project's .venv when there is one). path narrows to a package, folder or file; name to the tests whose name matches. A failed run is an error result.",
 		InputSchema: schema(`{"type":"object","properties":{

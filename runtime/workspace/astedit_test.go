@@ -1,0 +1,82 @@
+package workspace
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const astSrc = "package m\n\n// Hello greets.\nfunc Hello() string {\n\treturn \"bye\" // wrong\n}\n\n// T is a thing.\ntype T struct{}\n\n// A is first.\nfunc (T) A() int { return 1 }\n\n// B is second.\nfunc (T) B() int { return 2 }\n"
+
+func (f *fixture) read(rel string) string {
+	f.t.Helper()
+	data, err := os.ReadFile(filepath.Join(f.root, rel))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(data)
+}
+
+// TestEditFunctionBody: each field changes what is edited, the answer
+// holds a diff, and a body that does not parse writes nothing.
+func TestEditFunctionBody(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write("m.go", astSrc)
+	got := f.expectOK("edit_function_body", map[string]any{"file_path": "m.go", "function": "Hello", "new_body": "return \"hello\" // right"})
+	if !strings.Contains(got, "-\treturn \"bye\" // wrong\n+\treturn \"hello\" // right\n") || !strings.Contains(got, "--- m.go") {
+		t.Errorf("answer lacks the diff:\n%s", got)
+	}
+	if want := strings.Replace(astSrc, "return \"bye\" // wrong", "return \"hello\" // right", 1); f.read("m.go") != want {
+		t.Errorf("m.go =\n%s", f.read("m.go"))
+	}
+	// function picks the declaration: a method by Type.Method.
+	f.expectOK("edit_function_body", map[string]any{"file_path": "m.go", "function": "T.B", "new_body": "return 3"})
+	if s := f.read("m.go"); !strings.Contains(s, "func (T) B() int {\n\treturn 3\n}") || !strings.Contains(s, "func (T) A() int { return 1 }") {
+		t.Errorf("T.B edit:\n%s", s)
+	}
+	// file_path picks the file.
+	f.write("n.go", "package m\n\nfunc Hello2() {}\n")
+	f.expectErr("edit_function_body", map[string]any{"file_path": "n.go", "function": "Hello", "new_body": "return"}, "declares no function Hello; it declares Hello2")
+
+	before := f.read("m.go")
+	f.expectErr("edit_function_body", map[string]any{"file_path": "m.go", "function": "Hello", "new_body": "return \"x\" +"}, "new_body does not parse")
+	if f.read("m.go") != before {
+		t.Error("a body that does not parse changed the file")
+	}
+	f.expectErr("edit_function_body", map[string]any{"file_path": "../outside/x.go", "function": "F", "new_body": ""}, "outside the workspace root")
+	for file, lang := range map[string]string{"a.ts": "TypeScript/JavaScript", "a.py": "Python"} {
+		f.write(file, "x\n")
+		got := f.expectErr("edit_function_body", map[string]any{"file_path": file, "function": "f", "new_body": "x"}, "not supported for "+lang+" yet")
+		if !strings.Contains(got, "use Edit") || !strings.Contains(got, "rename_symbol") {
+			t.Errorf("unsupported language refusal = %s", got)
+		}
+	}
+}
+
+// TestInsertAfterMethod: method names where the code goes, and without it
+// the code goes after the type's last method.
+func TestInsertAfterMethod(t *testing.T) {
+	f := newFixture(t, nil)
+	f.write("m.go", astSrc)
+	got := f.expectOK("insert_after_method", map[string]any{"file_path": "m.go", "type": "T", "method": "A", "code": "// C is new.\nfunc (T) C() int { return 3 }"})
+	if !strings.Contains(got, "+// C is new.") {
+		t.Errorf("answer lacks the diff:\n%s", got)
+	}
+	s := f.read("m.go")
+	if !strings.Contains(s, "func (T) A() int { return 1 }\n\n// C is new.\nfunc (T) C() int { return 3 }\n\n// B is second.") {
+		t.Errorf("after A:\n%s", s)
+	}
+	f.expectOK("insert_after_method", map[string]any{"file_path": "m.go", "type": "T", "code": "func (T) D() {}"})
+	if s := f.read("m.go"); !strings.HasSuffix(s, "func (T) B() int { return 2 }\n\nfunc (T) D() {}\n") {
+		t.Errorf("after the last method:\n%s", s)
+	}
+	before := f.read("m.go")
+	f.expectErr("insert_after_method", map[string]any{"file_path": "m.go", "type": "U", "code": "func F() {}"}, "declares neither type U")
+	f.expectErr("insert_after_method", map[string]any{"file_path": "m.go", "type": "T", "code": "func F( {}"}, "code does not parse")
+	if f.read("m.go") != before {
+		t.Error("a refused insertion changed the file")
+	}
+	f.write("a.py", "x\n")
+	f.expectErr("insert_after_method", map[string]any{"file_path": "a.py", "type": "T", "code": "def f(): pass"}, "not supported for Python yet")
+}
