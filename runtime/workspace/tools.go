@@ -103,6 +103,9 @@ var tools = []Tool{
 			"type":{"type":"string","description":"The receiver type whose method the code goes after, e.g. Server"},
 			"method":{"type":"string","description":"The method to insert after; omit to insert after the type's last method in the file"},
 			"code":{"type":"string","description":"One or more whole Go declarations, with their doc comments"}},"required":["file_path","type","code"],"additionalProperties":false}`)},
+	{Name: "secrets_available", call: secretsAvailableTool, hints: readOnly,
+		Description: "Lists the names, never the values, of the secrets and variables a Bash command in this workspace can read: each bash.env entry and whether kiln's environment has it set, and the ${VAR} references of the workspace's config with where they are used. Call it before a command that needs a token (GITHUB_TOKEN, NPM_TOKEN) to know whether it is there.",
+		InputSchema: schema(`{"type":"object","properties":{},"additionalProperties":false}`)},
 	{Name: "run_tests", call: verifyTool("run_tests", func(p project, path, name string) string { return p.tests(path, name) }), hints: checks,
 		Description: "Runs the project's tests, detected from the root: go.mod → go test, package.json → its test script, pyproject.toml, setup.cfg, setup.py, pytest.ini or tox.ini → python -m pytest (with the project's .venv when there is one). path narrows to a package, folder or file; name to the tests whose name matches. A failed run is an error result.",
 		InputSchema: schema(`{"type":"object","properties":{
