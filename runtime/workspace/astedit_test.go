@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/config"
 )
 
 const astSrc = "package m\n\n// Hello greets.\nfunc Hello() string {\n\treturn \"bye\" // wrong\n}\n\n// T is a thing.\ntype T struct{}\n\n// A is first.\nfunc (T) A() int { return 1 }\n\n// B is second.\nfunc (T) B() int { return 2 }\n"
@@ -79,4 +82,42 @@ func TestInsertAfterMethod(t *testing.T) {
 	}
 	f.write("a.py", "x\n")
 	f.expectErr("insert_after_method", map[string]any{"file_path": "a.py", "type": "T", "code": "def f(): pass"}, "not supported for Python yet")
+}
+
+// TestChangeFunctionSignature: through the workspace, a change reaches
+// every package of the module, the module still builds (run_typecheck,
+// confined go build), and a refusal writes nothing.
+func TestChangeFunctionSignature(t *testing.T) {
+	f := newFixture(t, func(c *config.Workspace) { c.Bash.Timeout, c.Bash.MaxTimeout = 3*time.Minute, 3*time.Minute })
+	f.write("go.mod", "module example.com/m\n\ngo 1.22\n")
+	f.write("lib/lib.go", "package lib\n\n// Greet greets.\nfunc Greet(name string, loud bool) string {\n\tif loud {\n\t\treturn name + \"!\"\n\t}\n\treturn name\n}\n")
+	f.write("cmd/main.go", "package main\n\nimport \"example.com/m/lib\"\n\nfunc main() { println(lib.Greet(\"a\", true)) }\n")
+	f.write("nested/go.mod", "module example.com/other\n\ngo 1.22\n")
+	f.write("nested/x.go", "package x\n\nfunc Greet(a, b int) {}\n\nfunc y() { Greet(1, 2) }\n")
+	got := f.expectOK("change_function_signature", map[string]any{"file_path": "lib/lib.go", "function": "Greet",
+		"params": []map[string]any{{"name": "loud"}, {"name": "name"}, {"name": "times", "type": "int", "default_value": "1"}}})
+	for _, want := range []string{"1 call site(s) in 2 file(s): cmd/main.go:5", "+func main() { println(lib.Greet(true, \"a\", 1)) }", "+func Greet(loud bool, name string, times int) string {"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("answer lacks %q:\n%s", want, got)
+		}
+	}
+	if s := f.read("nested/x.go"); !strings.Contains(s, "Greet(1, 2)") {
+		t.Errorf("a nested module was changed:\n%s", s)
+	}
+	f.expectOK("run_typecheck", map[string]any{})
+	// results changes the result list.
+	got = f.expectOK("change_function_signature", map[string]any{"file_path": "lib/lib.go", "function": "Greet",
+		"params": []map[string]any{{"name": "loud"}, {"name": "name"}, {"name": "times"}}, "results": "(string)"})
+	if !strings.Contains(got, "run_typecheck shows the ones to fix") || !strings.Contains(f.read("lib/lib.go"), "times int) string {") {
+		t.Errorf("results: %s\n%s", got, f.read("lib/lib.go"))
+	}
+	before := f.read("cmd/main.go")
+	f.write("cmd/v.go", "package main\n\nimport \"example.com/m/lib\"\n\nvar g = lib.Greet\n")
+	f.expectErr("change_function_signature", map[string]any{"file_path": "lib/lib.go", "function": "Greet", "params": []map[string]any{{"name": "name"}}}, "cmd/v.go:5: uses Greet as a value")
+	if f.read("cmd/main.go") != before || !strings.Contains(f.read("lib/lib.go"), "loud bool") {
+		t.Error("a refused change wrote files")
+	}
+	f.expectErr("change_function_signature", map[string]any{"file_path": "lib/lib.go", "function": "Greet", "params": []map[string]any{{"name": "name", "typo": 1}}}, "params must be a list")
+	f.write("a.ts", "export function f() {}\n")
+	f.expectErr("change_function_signature", map[string]any{"file_path": "a.ts", "function": "f", "params": []map[string]any{}}, "not supported for TypeScript/JavaScript yet")
 }

@@ -103,6 +103,16 @@ var tools = []Tool{
 			"type":{"type":"string","description":"The receiver type whose method the code goes after, e.g. Server"},
 			"method":{"type":"string","description":"The method to insert after; omit to insert after the type's last method in the file"},
 			"code":{"type":"string","description":"One or more whole Go declarations, with their doc comments"}},"required":["file_path","type","code"],"additionalProperties":false}`)},
+	{Name: "change_function_signature", writes: true, call: changeSignatureTool, hints: changes,
+		Description: "Changes the parameters of a Go function or method and rewrites every call of it in the Go module that holds the file (all files written or none), keeping comments; then gofmt. params is the new parameter list in order: an existing name keeps that parameter (type retypes it), a new name needs type and default_value, the expression every existing call passes; a parameter left out is removed and its argument dropped at every call. results, when given, replaces the result list (calls are not rewritten for it). Refuses, writing nothing, when a use cannot be rewritten or told apart: the function used as a value, a method an interface of the module declares, a call whose receiver's type comes from outside the module (only the module's own source is loaded), a variadic function, a file that does not parse. Returns the call sites, a unified diff and the post-edit check. Go only.",
+		InputSchema: schema(`{"type":"object","properties":{
+			"file_path":{"type":"string","description":"The .go file that declares the function"},
+			"function":{"type":"string","description":"The function: Name, or Type.Method for a method"},
+			"params":{"type":"array","description":"The new parameters in order","items":{"type":"object","properties":{
+				"name":{"type":"string","description":"An existing parameter's name to keep it, or a new name"},
+				"type":{"type":"string","description":"The Go type; for an existing parameter, a new type (omit to keep it)"},
+				"default_value":{"type":"string","description":"For a new parameter: the Go expression passed at every existing call site"}},"required":["name"],"additionalProperties":false}},
+			"results":{"type":"string","description":"Optional new result list, e.g. error or (int, error); an empty string for none"}},"required":["file_path","function","params"],"additionalProperties":false}`)},
 	{Name: "secrets_available", call: secretsAvailableTool, hints: readOnly,
 		Description: "Lists the names, never the values, of the secrets and variables a Bash command in this workspace can read: each bash.env entry and whether kiln's environment has it set, and the ${VAR} references of the workspace's config with where they are used. Call it before a command that needs a token (GITHUB_TOKEN, NPM_TOKEN) to know whether it is there.",
 		InputSchema: schema(`{"type":"object","properties":{},"additionalProperties":false}`)},
