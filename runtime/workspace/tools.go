@@ -116,6 +116,12 @@ var tools = []Tool{
 	{Name: "secrets_available", call: secretsAvailableTool, hints: readOnly,
 		Description: "Lists the names, never the values, of the secrets and variables a Bash command in this workspace can read: each bash.env entry and whether kiln's environment has it set, and the ${VAR} references of the workspace's config with where they are used. Call it before a command that needs a token (GITHUB_TOKEN, NPM_TOKEN) to know whether it is there.",
 		InputSchema: schema(`{"type":"object","properties":{},"additionalProperties":false}`)},
+	{Name: "render_mermaid", call: renderMermaidTool, hints: rewrites,
+		Description: "Renders a Mermaid diagram with mermaid-cli and a headless Chromium, confined like Bash. With output_path the SVG (fonts embedded) or PNG is written there in the workspace; without it a PNG comes back as image content and an SVG as text. Refuses at once, saying how to install them, when mmdc or chromium is missing; a diagram Mermaid cannot parse is an error with its message.",
+		InputSchema: schema(`{"type":"object","properties":{
+			"source":{"type":"string","description":"The diagram in Mermaid syntax, e.g. graph TD; A-->B"},
+			"format":{"type":"string","enum":["svg","png"],"default":"svg","description":"The image format"},
+			"output_path":{"type":"string","description":"Where to write the image in the workspace; omit to get it back in the result"}},"required":["source"],"additionalProperties":false}`)},
 	{Name: "run_tests", call: verifyTool("run_tests", func(p project, path, name string) string { return p.tests(path, name) }), hints: checks,
 		Description: "Runs the project's tests, detected from the root: go.mod → go test, package.json → its test script, pyproject.toml, setup.cfg, setup.py, pytest.ini or tox.ini → python -m pytest (with the project's .venv when there is one). path narrows to a package, folder or file; name to the tests whose name matches. A failed run is an error result.",
 		InputSchema: schema(`{"type":"object","properties":{
