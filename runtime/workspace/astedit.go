@@ -155,8 +155,15 @@ func (w *Workspace) applyEdits(ctx context.Context, tool, summary string, change
 	}
 	var b strings.Builder
 	b.WriteString(summary)
-	for _, c := range changes {
-		b.WriteString(w.feedback(ctx, c.rel))
+	// One check a file, each bounded; once one runs out of time the
+	// rest would too (the build cache is cold), so they are skipped.
+	for i, c := range changes {
+		fb := w.feedback(ctx, c.rel)
+		b.WriteString(fb)
+		if strings.Contains(fb, "post-edit checks skipped") && i < len(changes)-1 {
+			fmt.Fprintf(&b, "\n(post-edit checks of the other %d changed files skipped too; run run_lint or run_typecheck)", len(changes)-1-i)
+			break
+		}
 	}
 	b.WriteString("\n\n")
 	for _, c := range changes {
