@@ -177,7 +177,22 @@ func ChangeSignature(m Module, c SigChange) (map[string][]byte, SigReport, error
 				}
 				var expr ast.Node = id
 				if sel, ok := parents[id].(*ast.SelectorExpr); ok && sel.Sel == id {
+					if s := u.info.Selections[sel]; s != nil && s.Kind() == types.MethodExpr {
+						add(id.Pos(), "uses "+c.Function+" as a method expression ("+exprText(fset, sel)+"), whose receiver is an argument; change that use by hand first")
+						return true
+					}
 					expr = sel
+				}
+				// An explicit instantiation, F[int](x), is called as F.
+				switch p := parents[expr].(type) {
+				case *ast.IndexExpr:
+					if p.X == expr {
+						expr = p
+					}
+				case *ast.IndexListExpr:
+					if p.X == expr {
+						expr = p
+					}
 				}
 				ce, ok := parents[expr].(*ast.CallExpr)
 				if !ok || ce.Fun != expr {

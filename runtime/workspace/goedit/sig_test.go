@@ -139,6 +139,23 @@ func TestChangeSignature(t *testing.T) {
 	buildModule(t, m, out)
 }
 
+// TestChangeSignatureGeneric: calls that instantiate a generic function,
+// implicitly or explicitly, are rewritten.
+func TestChangeSignatureGeneric(t *testing.T) {
+	m := Module{Path: "example.com/g", Files: map[string][]byte{
+		"g.go": []byte("package g\n\n// First returns xs[0] or def.\nfunc First[T any](xs []T, def T) T {\n\tif len(xs) == 0 {\n\t\treturn def\n\t}\n\treturn xs[0]\n}\n\nvar a = First([]int{1}, 0)\nvar b = First[string](nil, \"x\")\n"),
+	}}
+	out, rep, err := ChangeSignature(m, SigChange{File: "g.go", Function: "First", Params: []Param{{Name: "def"}, {Name: "xs"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := string(out["g.go"])
+	if len(rep.Calls) != 2 || !strings.Contains(g, "First(0, []int{1})") || !strings.Contains(g, "First[string](\"x\", nil)") || !strings.Contains(g, "func First[T any](def T, xs []T) T {") {
+		t.Errorf("calls %v:\n%s", rep.Calls, g)
+	}
+	buildModule(t, m, out)
+}
+
 func TestChangeSignatureRefusals(t *testing.T) {
 	withFile := func(name, src string) Module {
 		m := sigModule()
@@ -169,6 +186,9 @@ func TestChangeSignatureRefusals(t *testing.T) {
 		{"broken file", withFile("app/bad.go", "package app\nfunc ("),
 			SigChange{File: "geo/geo.go", Function: "Dist", Params: []Param{{Name: "a"}}},
 			"do not parse, so calls in them could be missed"},
+		{"method expression", withFile("app/me.go", "package app\n\nimport \"example.com/m/geo\"\n\nfunc M(p *geo.Point) { (*geo.Point).Scale(p, 2) }\n"),
+			SigChange{File: "geo/geo.go", Function: "Point.Scale", Params: []Param{{Name: "k"}}},
+			"as a method expression"},
 		{"variadic", withFile("geo/v.go", "package geo\n\nfunc Sum(xs ...int) int { return 0 }\n"),
 			SigChange{File: "geo/v.go", Function: "Sum", Params: []Param{{Name: "xs"}}},
 			"is variadic"},
