@@ -143,14 +143,19 @@ func writeFD(fd int, data []byte) error {
 	return unix.Close(fd)
 }
 
-// applyEdits writes changes and returns the answer: summary, the post-edit
-// check of each changed file, and the unified diff.
-func (w *Workspace) applyEdits(ctx context.Context, tool, summary string, changes []fileChange) *toolcall.Result {
+// applyEdits writes changes, with writeMu held by the caller, which
+// unlock releases before the post-edit checks run (they may take
+// seconds; other writes need not wait for them). It returns the answer:
+// summary, the check of each changed file, and the unified diff.
+func (w *Workspace) applyEdits(ctx context.Context, tool, summary string, changes []fileChange, unlock func()) *toolcall.Result {
 	changes = slices.DeleteFunc(changes, func(c fileChange) bool { return string(c.old) == string(c.new) })
 	if len(changes) == 0 {
+		unlock()
 		return toolcall.Text(summary + "\n\nNothing changed: the code was already as asked.")
 	}
-	if err := w.writeAll(changes); err != nil {
+	err := w.writeAll(changes)
+	unlock()
+	if err != nil {
 		return toolcall.Errorf("%s could not write the change, nothing was changed: %s", tool, errText(err))
 	}
 	var b strings.Builder
@@ -183,16 +188,17 @@ func (w *Workspace) goEditFile(ctx context.Context, tool, path string, edit func
 		return w.pathErr(tool, path, err)
 	}
 	w.writeMu.Lock()
-	defer w.writeMu.Unlock()
 	src, err := w.readSource(rel)
 	if err != nil {
+		w.writeMu.Unlock()
 		return w.pathErr(tool, path, err)
 	}
 	out, summary, err := edit(rel, src)
 	if err != nil {
+		w.writeMu.Unlock()
 		return toolcall.Errorf("%s: %v", tool, err)
 	}
-	return w.applyEdits(ctx, tool, summary, []fileChange{{rel: rel, old: src, new: out}})
+	return w.applyEdits(ctx, tool, summary, []fileChange{{rel: rel, old: src, new: out}}, w.writeMu.Unlock)
 }
 
 func editFunctionBodyTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {

@@ -121,3 +121,35 @@ func TestChangeFunctionSignature(t *testing.T) {
 	f.write("a.ts", "export function f() {}\n")
 	f.expectErr("change_function_signature", map[string]any{"file_path": "a.ts", "function": "f", "params": []map[string]any{}}, "not supported for TypeScript/JavaScript yet")
 }
+
+// TestStructuralEditsStayInside: a .go file that is a symlink leading
+// outside the root is neither read for call sites nor edited, and the
+// planted secret never comes back.
+func TestStructuralEditsStayInside(t *testing.T) {
+	f := newFixture(t, nil)
+	evil := filepath.Join(f.outside, "evil.go")
+	if err := os.WriteFile(evil, []byte("package lib\n\n// "+secretText+"\nfunc Evil() { Greet(\"x\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.write("go.mod", "module example.com/m\n\ngo 1.22\n")
+	f.write("lib/lib.go", "package lib\n\nfunc Greet(name string) string { return name }\n")
+	if err := os.Symlink(evil, filepath.Join(f.root, "lib", "evil.go")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(f.outside, filepath.Join(f.root, "outdir")); err != nil {
+		t.Fatal(err)
+	}
+	got := f.expectOK("change_function_signature", map[string]any{"file_path": "lib/lib.go", "function": "Greet",
+		"params": []map[string]any{{"name": "name"}, {"name": "n", "type": "int", "default_value": "1"}}})
+	if strings.Contains(got, secretText) || !strings.Contains(got, "0 call site(s) in 1 file(s)") {
+		t.Errorf("change through a symlink outside:\n%s", got)
+	}
+	if data, _ := os.ReadFile(evil); !strings.Contains(string(data), "Greet(\"x\") }") {
+		t.Errorf("the file outside was changed:\n%s", data)
+	}
+	for _, p := range []string{"lib/evil.go", "outdir/evil.go"} {
+		if got := f.expectErr("edit_function_body", map[string]any{"file_path": p, "function": "Evil", "new_body": ""}, "outside the workspace root"); strings.Contains(got, secretText) {
+			t.Errorf("refusal shows the secret: %s", got)
+		}
+	}
+}

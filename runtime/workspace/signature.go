@@ -54,12 +54,21 @@ func changeSignatureTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 	if err != nil {
 		return w.pathErr(tool, a.FilePath, err)
 	}
-	w.writeMu.Lock()
-	defer w.writeMu.Unlock()
 	modDir, err := w.moduleOf(rel)
 	if err != nil {
 		return toolcall.Errorf("%s: %v", tool, err)
 	}
+	// Held from reading the module to writing it: a Write or Edit in
+	// between would be overwritten.
+	w.writeMu.Lock()
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			w.writeMu.Unlock()
+		}
+	}
+	defer unlock()
 	m, err := w.loadModule(modDir)
 	if err != nil {
 		return toolcall.Errorf("%s: %v", tool, err)
@@ -94,7 +103,7 @@ func changeSignatureTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 	if a.Results != nil {
 		b.WriteString("\nThe results changed; call sites were not rewritten for that: run_typecheck shows the ones to fix.")
 	}
-	return w.applyEdits(ctx, tool, b.String(), changes)
+	return w.applyEdits(ctx, tool, b.String(), changes, unlock)
 }
 
 // moduleOf finds the folder (relative to the root) of the go.mod that
