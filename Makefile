@@ -196,7 +196,7 @@ fuzz: $(TESTREPORT)
 	KILN_TESTRUN_JSON=$(TESTRUN)/fuzz.json TESTREPORT=$(TESTREPORT) ./tests/fuzz.sh 2000000x
 
 ## bench: runtime benchmarks, then kiln serve end to end: the tier-1/2 hop beside a direct call (p50, p90, CPU per call) with kiln's CPU and allocation profiles in .cache/bench, and exec to the first tools/list
-bench: peers build
+bench: peers mermaid build
 	$(GO) test -run '^$$' -bench . -benchmem ./runtime/...
 	mkdir -p .cache/bench
 	KILN_BIN=$(CURDIR)/bin KILN_PROFILE_DIR=$(CURDIR)/.cache/bench $(GO) test -tags e2e -run '^$$' -bench 'EchoHop' -benchtime 3000x ./tests/

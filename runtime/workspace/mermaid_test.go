@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kilnmcp/kiln/runtime/config"
 )
 
 // mermaidPath puts the pinned mmdc (make mermaid) on PATH, or skips when
 // it or chromium is missing; under CI=true that fails instead.
-func mermaidPath(t *testing.T) {
+func mermaidPath(t testing.TB) {
 	t.Helper()
 	bin, _ := filepath.Abs("../../tests/mermaid/node_modules/.bin")
 	_, errM := os.Stat(filepath.Join(bin, "mmdc"))
@@ -66,4 +69,23 @@ func TestRenderMermaid(t *testing.T) {
 	// Without mmdc on PATH: refused at once, naming the install command.
 	t.Setenv("PATH", "/usr/bin:/bin")
 	f.expectErr("render_mermaid", map[string]any{"source": diagram}, "PUPPETEER_SKIP_DOWNLOAD=1 npm install -g @mermaid-js/mermaid-cli@"+MermaidCLIVersion)
+}
+
+// BenchmarkRenderMermaid: one confined render (mmdc and Chromium start
+// each time), the SVG returned inline.
+func BenchmarkRenderMermaid(b *testing.B) {
+	mermaidPath(b)
+	cfg := config.Workspace{Root: b.TempDir(), MaxOutput: config.DefaultWorkspaceMaxOutput, StateDir: b.TempDir(),
+		Bash: config.Bash{Timeout: time.Minute, MaxTimeout: time.Minute}}
+	w, err := Open(&config.Backend{Name: "bench", Transport: config.TransportWorkspace, Workspace: &cfg}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	args := json.RawMessage(`{"source":"graph TD; A-->B"}`)
+	for b.Loop() {
+		if res := w.Call(b.Context(), "render_mermaid", args); res.IsError {
+			b.Fatal(res.TextContent())
+		}
+	}
 }
