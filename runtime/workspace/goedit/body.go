@@ -157,9 +157,13 @@ func blockParses(s string) bool {
 // at lines of new_body.
 func checkBody(body string) error {
 	const head = "package p\nfunc _() {\n"
-	_, err := parser.ParseFile(token.NewFileSet(), "new_body", head+body+"\n}\n", parser.ParseComments)
+	f, err := parser.ParseFile(token.NewFileSet(), "new_body", head+body+"\n}\n", parser.ParseComments)
 	if err != nil {
 		return refuse("new_body does not parse as Go statements (%s); nothing was written", shiftLines(err, 2))
+	}
+	if len(f.Decls) != 1 {
+		// "}\nfunc X() {" would close the body and declare more.
+		return refuse("new_body closes the function's body and goes on past it; give only the statements inside the braces (add declarations with insert_after_method); nothing was written")
 	}
 	return nil
 }

@@ -68,6 +68,10 @@ func TestRefusals(t *testing.T) {
 			_, err := EditBody("shapes.go", src, "Scale", "return v *")
 			return err
 		}, "new_body does not parse as Go statements (new_body line 2"},
+		{"body that escapes", func() error {
+			_, err := EditBody("shapes.go", src, "Scale", "return v\n}\n\nfunc Extra() {")
+			return err
+		}, "closes the function's body and goes on past it"},
 		{"unknown function", func() error {
 			_, err := EditBody("shapes.go", src, "Area", "return 1")
 			return err

@@ -120,7 +120,7 @@ func ChangeSignature(m Module, c SigChange) (map[string][]byte, SigReport, error
 	}
 	if c.Results != nil {
 		if r := strings.TrimSpace(*c.Results); r != "" {
-			if _, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() "+r+" { panic(0) }\n", 0); err != nil {
+			if f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() "+r+"\n", 0); err != nil || len(f.Decls) != 1 || f.Decls[0].(*ast.FuncDecl).Body != nil {
 				return nil, rep, refuse("results %q is not a Go result list (write e.g. error or (int, error)); nothing was written", r)
 			}
 		}

@@ -183,6 +183,12 @@ func TestChangeSignatureRefusals(t *testing.T) {
 		{"bad default", sigModule(),
 			SigChange{File: "geo/geo.go", Function: "Dist", Params: []Param{{Name: "a"}, {Name: "c", Type: "int", Default: "1 +"}}},
 			"is not a Go expression"},
+		{"type that escapes", sigModule(),
+			SigChange{File: "geo/geo.go", Function: "Dist", Params: []Param{{Name: "a", Type: "float64) (x float64"}}},
+			"is not a Go type"},
+		{"results that escape", sigModule(),
+			SigChange{File: "geo/geo.go", Function: "Dist", Params: []Param{{Name: "a"}}, Results: ptr("int { return 0 }\nfunc Evil() int")},
+			"is not a Go result list"},
 		{"broken file", withFile("app/bad.go", "package app\nfunc ("),
 			SigChange{File: "geo/geo.go", Function: "Dist", Params: []Param{{Name: "a"}}},
 			"do not parse, so calls in them could be missed"},
@@ -200,3 +206,5 @@ func TestChangeSignatureRefusals(t *testing.T) {
 		}
 	}
 }
+
+func ptr(s string) *string { return &s }

@@ -64,13 +64,11 @@ func planParams(old []oldParam, params []Param, function string) (*sigPlan, erro
 		}
 		seen[np.Name] = true
 		if np.Type != "" {
-			if _, err := parser.ParseExpr("(*" + np.Type + ")(nil)"); err != nil {
-				if _, err2 := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _(x "+np.Type+")\n", 0); err2 != nil {
-					return nil, refuse("type %q of parameter %s is not a Go type", np.Type, np.Name)
-				}
-			}
 			if strings.HasPrefix(strings.TrimSpace(np.Type), "...") {
 				return nil, refuse("parameter %s: variadic parameters are not supported yet; use Edit", np.Name)
+			}
+			if !isType(np.Type) {
+				return nil, refuse("type %q of parameter %s is not a Go type", np.Type, np.Name)
 			}
 		}
 		i := slices.IndexFunc(old, func(o oldParam) bool { return o.name == np.Name })
@@ -161,4 +159,15 @@ func (p *sigPlan) rewriteDecl(fd *dst.FuncDecl, results *string) error {
 
 func printNode(w io.Writer, fset *token.FileSet, n ast.Node) error {
 	return printer.Fprint(w, fset, n)
+}
+
+// isType reports whether t is one Go type and nothing more: as the only
+// parameter's type of a function without results.
+func isType(t string) bool {
+	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _(x "+t+")\n", 0)
+	if err != nil || len(f.Decls) != 1 {
+		return false
+	}
+	fd, ok := f.Decls[0].(*ast.FuncDecl)
+	return ok && fd.Type.Results == nil && len(fd.Type.Params.List) == 1 && len(fd.Type.Params.List[0].Names) == 1
 }
