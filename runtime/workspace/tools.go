@@ -137,7 +137,7 @@ var tools = []Tool{
 		InputSchema: schema(`{"type":"object","properties":{
 			"file_path":{"type":"string","description":"The .go file that declares the function"},
 			"function":{"type":"string","description":"The function: Name, or Type.Method for a method"},
-			"params":{"type":"array","description":"The new parameters in order","items":{"type":"object","properties":{
+			"params":{"type":"array","description":"The new parameters in order, each {name, type, default_value}: name an existing parameter to keep it (type retypes it), or a new name with type and default_value (the Go expression passed at every existing call)","items":{"type":"object","properties":{
 				"name":{"type":"string","description":"An existing parameter's name to keep it, or a new name"},
 				"type":{"type":"string","description":"The Go type; for an existing parameter, a new type (omit to keep it)"},
 				"default_value":{"type":"string","description":"For a new parameter: the Go expression passed at every existing call site"}},"required":["name"],"additionalProperties":false}},
