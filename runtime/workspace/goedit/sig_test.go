@@ -156,6 +156,20 @@ func TestChangeSignatureGeneric(t *testing.T) {
 	buildModule(t, m, out)
 }
 
+// TestChangeSignatureInExternalTest: a helper declared in an external
+// test package (package x_test) has its calls there rewritten.
+func TestChangeSignatureInExternalTest(t *testing.T) {
+	m := sigModule()
+	m.Files["geo/helper_test.go"] = []byte("package geo_test\n\nfunc helper(a, b int) int { return a - b }\n\nvar _ = helper(1, 2)\n")
+	out, rep, err := ChangeSignature(m, SigChange{File: "geo/helper_test.go", Function: "helper", Params: []Param{{Name: "b"}, {Name: "a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Calls) != 1 || !strings.Contains(string(out["geo/helper_test.go"]), "helper(2, 1)") {
+		t.Errorf("calls %v:\n%s", rep.Calls, out["geo/helper_test.go"])
+	}
+}
+
 func TestChangeSignatureRefusals(t *testing.T) {
 	withFile := func(name, src string) Module {
 		m := sigModule()
