@@ -47,11 +47,16 @@ func (l *loader) dirFiles(dir string) (lib, inTest, extTest []*ast.File) {
 		}
 	}
 	slices.Sort(names)
+	// The folder's package is the name most of its non-test files have,
+	// a //go:build ignore program not counted.
+	count := map[string]int{}
 	libName := ""
 	for _, n := range names {
-		if !strings.HasSuffix(n, "_test.go") {
-			libName = l.parsed[n].Name.Name
-			break
+		if f := l.parsed[n]; !strings.HasSuffix(n, "_test.go") && !ignored(f) {
+			count[f.Name.Name]++
+			if libName == "" || count[f.Name.Name] > count[libName] {
+				libName = f.Name.Name
+			}
 		}
 	}
 	for _, n := range names {
@@ -140,6 +145,18 @@ func (l *loader) units() []unit {
 			pkg, info := l.check(ip+"_test", extTest)
 			out = append(out, unit{pkg: pkg, files: extTest, info: info})
 		}
+		// Files of another package in the folder (a //go:build ignore
+		// program, say) are searched too, each package on its own.
+		others := map[string][]*ast.File{}
+		for name, f := range l.parsed {
+			if path.Dir(name) == dir && !slices.Contains(lib, f) && !slices.Contains(inTest, f) && !slices.Contains(extTest, f) {
+				others[f.Name.Name] = append(others[f.Name.Name], f)
+			}
+		}
+		for _, name := range sortedKeys(others) {
+			pkg, info := l.check(ip+"#"+name, others[name])
+			out = append(out, unit{pkg: pkg, files: others[name], info: info})
+		}
 	}
 	return out
 }
@@ -220,4 +237,19 @@ func (l *loader) implementedBy(fn *types.Func, t sigTarget) bool {
 		return false
 	}
 	return satisfies(l.targetMethods(t), iface, t.name)
+}
+
+// ignored reports a file whose build constraint is //go:build ignore.
+func ignored(f *ast.File) bool {
+	for _, cg := range f.Comments {
+		if cg.Pos() >= f.Package {
+			break
+		}
+		for _, c := range cg.List {
+			if strings.TrimSpace(strings.TrimPrefix(c.Text, "//go:build")) == "ignore" && strings.HasPrefix(c.Text, "//go:build") {
+				return true
+			}
+		}
+	}
+	return false
 }

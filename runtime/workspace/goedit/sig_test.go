@@ -170,6 +170,20 @@ func TestChangeSignatureInExternalTest(t *testing.T) {
 	}
 }
 
+// TestChangeSignatureOtherPackageInFolder: a program of its own beside
+// a package (//go:build ignore, package main) has its calls rewritten.
+func TestChangeSignatureOtherPackageInFolder(t *testing.T) {
+	m := sigModule()
+	m.Files["geo/gen.go"] = []byte("//go:build ignore\n\npackage main\n\nimport \"example.com/m/geo\"\n\nfunc main() { println(geo.Dist(1, 2)) }\n")
+	out, _, err := ChangeSignature(m, SigChange{File: "geo/geo.go", Function: "Dist", Params: []Param{{Name: "b"}, {Name: "a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out["geo/gen.go"]), "geo.Dist(2, 1)") {
+		t.Errorf("gen.go:\n%s", out["geo/gen.go"])
+	}
+}
+
 func TestChangeSignatureRefusals(t *testing.T) {
 	withFile := func(name, src string) Module {
 		m := sigModule()
