@@ -110,6 +110,19 @@ func ChangeSignature(m Module, c SigChange) (map[string][]byte, SigReport, error
 	if err != nil {
 		return nil, rep, err
 	}
+	// Build-tagged variants (f_linux.go, f_windows.go) each declare it;
+	// only one would change.
+	for _, name := range sortedKeys(parsed) {
+		f := parsed[name]
+		if name == c.File || path.Dir(name) != path.Dir(c.File) || f.Name.Name != parsed[c.File].Name.Name {
+			continue
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && funcName(fd) == c.Function {
+				return nil, rep, refuse("%s is declared in %s too (build-tagged variants); change_function_signature changes one declaration: change each variant by hand", c.Function, name)
+			}
+		}
+	}
 	old, err := oldParams(decl, c.Function)
 	if err != nil {
 		return nil, rep, err
