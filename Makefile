@@ -45,7 +45,7 @@ BUILT     ?=
 KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
-.PHONY: vectors semantic build fixtures peers generate record emit diff test test-deps check unit race e2e lint fmt fmt-check vet staticcheck tidy \
+.PHONY: vectors semantic build fixtures peers mermaid generate record emit diff test test-deps check unit race e2e lint fmt fmt-check vet staticcheck tidy \
         emit-check docs config-docs tool-docs fuzz fuzz-short bench bench-hop eval demo llama conformance release-check release-snapshot helm-check ci clean
 
 # The test servers e2e and conformance both run, built once per run.
@@ -65,6 +65,12 @@ fixtures:
 peers: tests/node_modules/.package-lock.json
 tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.json
 	npm ci --prefix tests --no-audit --no-fund --loglevel=error
+
+## mermaid: the pinned mermaid-cli render_mermaid and its tests use (no
+## browser download: it renders with Debian's chromium, apt-get install chromium)
+mermaid: tests/mermaid/node_modules/.package-lock.json
+tests/mermaid/node_modules/.package-lock.json: tests/mermaid/package.json tests/mermaid/package-lock.json
+	PUPPETEER_SKIP_DOWNLOAD=1 npm ci --prefix tests/mermaid --no-audit --no-fund --loglevel=error
 
 ## generate: record live backends into manifests/, then emit generated/
 generate: record emit
@@ -128,7 +134,7 @@ test:
 	MAKE='$(MAKE)' TESTREPORT=$(TESTREPORT) ./tests/testrun.sh
 
 # test-deps: what make test's stages share, made once before they start.
-test-deps: build fixtures peers tests/conformance/node_modules/.package-lock.json llama $(TESTREPORT) \
+test-deps: build fixtures peers mermaid tests/conformance/node_modules/.package-lock.json llama $(TESTREPORT) \
 	$(TOOLS)/staticcheck-$(STATICCHECK_VERSION) $(TOOLS)/goreleaser-$(GORELEASER_VERSION) $(TOOLS)/helm-$(HELM_VERSION)
 
 $(TESTREPORT): $(wildcard tests/testreport/*.go)
@@ -144,7 +150,7 @@ race: $(TESTREPORT)
 
 # Only ./tests has e2e files; the packages under it (faultserver,
 # testreport) hold plain tests, which race runs.
-e2e: peers $(if $(BUILT),,build fixtures) $(TESTREPORT)
+e2e: peers mermaid $(if $(BUILT),,build fixtures) $(TESTREPORT)
 	@mkdir -p $(TESTRUN)
 	KILN_BIN=$(CURDIR)/bin KILN_FIXTURES=$(FIXTURES) $(GO) test -json -tags e2e -count=1 ./tests | $(TESTREPORT) stream $(TESTRUN)/e2e.json
 
@@ -194,7 +200,7 @@ fuzz: $(TESTREPORT)
 	KILN_TESTRUN_JSON=$(TESTRUN)/fuzz.json TESTREPORT=$(TESTREPORT) ./tests/fuzz.sh 2000000x
 
 ## bench: runtime benchmarks, then kiln serve end to end: the tier-1/2 hop beside a direct call (p50, p90, CPU per call) with kiln's CPU and allocation profiles in .cache/bench, and exec to the first tools/list
-bench: peers build
+bench: peers mermaid build
 	$(GO) test -run '^$$' -bench . -benchmem ./runtime/...
 	mkdir -p .cache/bench
 	KILN_BIN=$(CURDIR)/bin KILN_PROFILE_DIR=$(CURDIR)/.cache/bench $(GO) test -tags e2e -run '^$$' -bench 'EchoHop' -benchtime 3000x ./tests/

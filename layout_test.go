@@ -24,6 +24,7 @@ func TestImportRules(t *testing.T) {
 		"github.com/mark3labs/mcp-go/server":       {module + "/runtime/server"},
 		"github.com/mark3labs/mcp-go/client":       {module + "/runtime/backend", module + "/tests"},
 		"github.com/dave/jennifer":                 {module + "/gen"},
+		"github.com/dave/dst":                      {module + "/runtime/workspace/goedit"},
 		"github.com/spf13/viper":                   {module + "/runtime/config"},
 		"github.com/kelindar/search":               {module + "/runtime/search/semantic"},
 		"github.com/modelcontextprotocol/go-sdk":   {module + "/tests", module + "/runtime/oauth"},

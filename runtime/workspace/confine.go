@@ -98,8 +98,9 @@ func goEnv() (goroot, modcache string) {
 	return goroot, modcache
 }
 
-// command builds the process for one Bash command.
-func (w *Workspace) command(script string) (*exec.Cmd, error) {
+// command builds the process for one Bash command; ro are folders it may
+// read besides the system's (a tool's install, e.g. render_mermaid's).
+func (w *Workspace) command(script string, ro ...string) (*exec.Cmd, error) {
 	exe, err := executable()
 	if err != nil {
 		return nil, fmt.Errorf("cannot find kiln's own binary to confine the command: %w", err)
@@ -159,6 +160,7 @@ func (w *Workspace) command(script string) (*exec.Cmd, error) {
 	if modcache != "" {
 		spec.RO = append(spec.RO, modcache)
 	}
+	spec.RO = append(slices.Clip(spec.RO), ro...)
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -196,8 +198,8 @@ func (w *Workspace) sysProcAttr(namespaces bool) *syscall.SysProcAttr {
 
 // start starts cmd, retrying without namespaces once when the kernel
 // refuses them (user namespaces disabled by sysctl or a container).
-func (w *Workspace) start(script string, setup func(*exec.Cmd)) (*exec.Cmd, error) {
-	cmd, err := w.command(script)
+func (w *Workspace) start(script string, setup func(*exec.Cmd), ro ...string) (*exec.Cmd, error) {
+	cmd, err := w.command(script, ro...)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +209,7 @@ func (w *Workspace) start(script string, setup func(*exec.Cmd)) (*exec.Cmd, erro
 		(errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EACCES)) {
 		w.log.Warn("user namespaces refused; Bash runs without its own PID and network namespaces (Landlock still applies)", "backend", w.name, "err", err)
 		w.confine.noNamespaces.Store(true)
-		if cmd, err = w.command(script); err != nil {
+		if cmd, err = w.command(script, ro...); err != nil {
 			return nil, err
 		}
 		setup(cmd)

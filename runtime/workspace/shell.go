@@ -182,7 +182,7 @@ func (s *shell) status() (code int, line string) {
 
 // spawn starts script under the workspace's confinement, as the next
 // bash_N.
-func (w *Workspace) spawn(script string) (*shell, error) {
+func (w *Workspace) spawn(script string, ro ...string) (*shell, error) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -191,16 +191,16 @@ func (w *Workspace) spawn(script string) (*shell, error) {
 	w.nextID++
 	seq := w.nextID
 	w.mu.Unlock()
-	return w.spawnAs("bash_"+strconv.Itoa(seq), seq, script)
+	return w.spawnAs("bash_"+strconv.Itoa(seq), seq, script, ro...)
 }
 
 // spawnAs starts script as shell id.
-func (w *Workspace) spawnAs(id string, seq int, script string) (*shell, error) {
+func (w *Workspace) spawnAs(id string, seq int, script string, ro ...string) (*shell, error) {
 	out := &outBuf{}
 	cmd, err := w.start(script, func(c *exec.Cmd) {
 		c.Stdout, c.Stderr = out, out
 		c.WaitDelay = waitDelay
-	})
+	}, ro...)
 	if err != nil {
 		return nil, err
 	}
@@ -227,8 +227,8 @@ func (w *Workspace) spawnAs(id string, seq int, script string) (*shell, error) {
 
 // run runs script in the foreground until it ends, timeout passes or ctx
 // is cancelled; in the last two cases the whole group is killed at once.
-func (w *Workspace) run(ctx context.Context, script string, timeout time.Duration) (out string, code int, status string, err error) {
-	s, err := w.spawn(script)
+func (w *Workspace) run(ctx context.Context, script string, timeout time.Duration, ro ...string) (out string, code int, status string, err error) {
+	s, err := w.spawn(script, ro...)
 	if err != nil {
 		return "", 0, "", err
 	}

@@ -119,6 +119,38 @@ var tools = []Tool{
 	{Name: "snapshot_delete", call: snapshotDeleteTool, hints: rewrites,
 		Description: "Deletes a snapshot, freeing its space; the workspace tree is not touched.",
 		InputSchema: schema(`{"type":"object","properties":{"id":{"type":"string","description":"The snapshot id from snapshot_list"}},"required":["id"],"additionalProperties":false}`)},
+	{Name: "edit_function_body", writes: true, call: editFunctionBodyTool, hints: rewrites,
+		Description: "Replaces the body of one Go function or method, keeping its signature, its doc comment and every comment outside the body byte for byte, then gofmt. new_body is the statements between the braces (a whole { … } block is accepted too); it must parse, or nothing is written. Returns a unified diff and the post-edit check. Go only: for TypeScript, JavaScript and Python use Edit.",
+		InputSchema: schema(`{"type":"object","properties":{
+			"file_path":{"type":"string","description":"The .go file that declares the function"},
+			"function":{"type":"string","description":"The function: Name, or Type.Method for a method (pointer or value receiver)"},
+			"new_body":{"type":"string","description":"The new statements of the body, without the surrounding braces"}},"required":["file_path","function","new_body"],"additionalProperties":false}`)},
+	{Name: "insert_after_method", writes: true, call: insertAfterMethodTool, hints: changes,
+		Description: "Inserts Go declarations (methods, functions, types, vars, consts; no imports) into a file right after method type.method, or, without method, after the last method of type in that file (after the type's declaration when the file has no method of it). The code must parse and must not redeclare a function of the file, or nothing is written; comments stay where they were, then gofmt. Returns a unified diff and the post-edit check. Go only.",
+		InputSchema: schema(`{"type":"object","properties":{
+			"file_path":{"type":"string","description":"The .go file to insert into"},
+			"type":{"type":"string","description":"The receiver type whose method the code goes after, e.g. Server"},
+			"method":{"type":"string","description":"The method to insert after; omit to insert after the type's last method in the file"},
+			"code":{"type":"string","description":"One or more whole Go declarations, with their doc comments"}},"required":["file_path","type","code"],"additionalProperties":false}`)},
+	{Name: "change_function_signature", writes: true, call: changeSignatureTool, hints: changes,
+		Description: "Changes the parameters of a Go function or method and rewrites every call of it in the Go module that holds the file (all files written or none), keeping comments; then gofmt. params is the new parameter list in order: an existing name keeps that parameter (type retypes it), a new name needs type and default_value, the expression every existing call passes; a parameter left out is removed and its argument dropped at every call. results, when given, replaces the result list (calls are not rewritten for it). Refuses, writing nothing, when a use cannot be rewritten or told apart: the function used as a value, a method an interface of the module declares, a call whose receiver's type comes from outside the module (only the module's own source is loaded), a variadic function, a file that does not parse. Returns the call sites, a unified diff and the post-edit check. Go only.",
+		InputSchema: schema(`{"type":"object","properties":{
+			"file_path":{"type":"string","description":"The .go file that declares the function"},
+			"function":{"type":"string","description":"The function: Name, or Type.Method for a method"},
+			"params":{"type":"array","description":"The new parameters in order, each {name, type, default_value}: name an existing parameter to keep it (type retypes it), or a new name with type and default_value (the Go expression passed at every existing call)","items":{"type":"object","properties":{
+				"name":{"type":"string","description":"An existing parameter's name to keep it, or a new name"},
+				"type":{"type":"string","description":"The Go type; for an existing parameter, a new type (omit to keep it)"},
+				"default_value":{"type":"string","description":"For a new parameter: the Go expression passed at every existing call site"}},"required":["name"],"additionalProperties":false}},
+			"results":{"type":"string","description":"Optional new result list, e.g. error or (int, error); an empty string for none"}},"required":["file_path","function","params"],"additionalProperties":false}`)},
+	{Name: "secrets_available", call: secretsAvailableTool, hints: readOnly,
+		Description: "Lists the names, never the values, of the secrets and variables a Bash command in this workspace can read: each bash.env entry and whether kiln's environment has it set, and the ${VAR} references of the workspace's config with where they are used. Call it before a command that needs a token (GITHUB_TOKEN, NPM_TOKEN) to know whether it is there.",
+		InputSchema: schema(`{"type":"object","properties":{},"additionalProperties":false}`)},
+	{Name: "render_mermaid", call: renderMermaidTool, hints: rewrites,
+		Description: "Renders a Mermaid diagram with mermaid-cli and a headless Chromium, confined like Bash. With output_path the SVG (fonts embedded) or PNG is written there in the workspace; without it a PNG comes back as image content and an SVG as text. Refuses at once, saying how to install them, when mmdc or chromium is missing; a diagram Mermaid cannot parse is an error with its message.",
+		InputSchema: schema(`{"type":"object","properties":{
+			"source":{"type":"string","description":"The diagram in Mermaid syntax, e.g. graph TD; A-->B"},
+			"format":{"type":"string","enum":["svg","png"],"default":"svg","description":"The image format"},
+			"output_path":{"type":"string","description":"Where to write the image in the workspace; omit to get it back in the result"}},"required":["source"],"additionalProperties":false}`)},
 }
 
 var verifySchema = schema(`{"type":"object","properties":{"timeout":{"type":"integer","minimum":1,"description":"Optional timeout in milliseconds (default: the Bash timeout)"}},"additionalProperties":false}`)

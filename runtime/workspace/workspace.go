@@ -38,6 +38,9 @@ type Tool struct {
 type Workspace struct {
 	name string
 	cfg  config.Workspace
+	// vars are the ${VAR} references of the backend's config
+	// (secrets_available names them).
+	vars []config.VarRef
 	root *Root
 	log  *slog.Logger
 	// tmp is the private temporary folder Bash may write besides the root.
@@ -104,7 +107,7 @@ func Open(b *config.Backend, log *slog.Logger) (*Workspace, error) {
 		root.Close()
 		return nil, fmt.Errorf("backend %q: the temporary folder %s lies inside root; set TMPDIR elsewhere", b.Name, tmp)
 	}
-	w := &Workspace{name: b.Name, cfg: cfg, root: root, log: log, tmp: tmp, confine: conf, shells: map[string]*shell{}}
+	w := &Workspace{name: b.Name, cfg: cfg, vars: b.Vars, root: root, log: log, tmp: tmp, confine: conf, shells: map[string]*shell{}}
 	w.removeDeadPartials()
 	w.warm()
 	if !conf.landlock {
