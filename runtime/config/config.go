@@ -36,6 +36,9 @@ type Config struct {
 	FromFile bool
 	Gateway  Gateway
 	Backends []Backend // sorted by Name
+	// Policies are the rules of who may use which tool, in file order;
+	// none allows everything (runtime/policy).
+	Policies []Policy
 }
 
 // Gateway holds settings of kiln itself. Each field's YAML key, default

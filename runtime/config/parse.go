@@ -21,6 +21,7 @@ type document struct {
 	// lists maps a key path of sectionListKeys to its entry.
 	lists    map[string]entry
 	backends []*rawBackend // in file order
+	policies []Policy      // in file order
 }
 
 // rawBackend is one backend's settings as written.
@@ -65,6 +66,8 @@ func parse(data []byte, ps *problems) *document {
 			pr.section(e, "gateway", d)
 		case "backends":
 			d.backends = pr.backends(e)
+		case "policies":
+			d.policies = pr.policies(e)
 		default:
 			pr.unknown(e.key, "", topKeys)
 		}

@@ -88,6 +88,10 @@ type Options struct {
 	// Telemetry observes meta-tool calls and sessions; nil observes
 	// nothing. *telemetry.Telemetry is one.
 	Telemetry Telemetry
+	// Policy hides the tools a request's identity may not use from every
+	// listing (policyview.go); nil shows every tool. The same rules must
+	// refuse the calls: Chain's Caller is a *policy.Guard.
+	Policy Policy
 }
 
 // Telemetry is told of each tool call, each session and each tool search.
@@ -150,6 +154,7 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: log, valid: schema.New(), exp: newExposure(opts.Config), hooks: &server.Hooks{}}
 	s.clientHooks(s.hooks)
 	s.sessionHooks(s.hooks)
+	s.hooks.AddAfterListTools(s.filterListed)
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		// Only direct and hybrid lists change at run time.
 		server.WithToolCapabilities(s.exp != nil),

@@ -33,6 +33,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/httpauth"
 	"github.com/kilnmcp/kiln/runtime/oauth"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
+	"github.com/kilnmcp/kiln/runtime/policy"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/sandbox"
 	"github.com/kilnmcp/kiln/runtime/search"
@@ -218,8 +219,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// backends connect in the background.
 	cat.Restore(ctx)
 	cat.Follow(ctx)
+	// The policy decides every call of every tier and every exposed tool
+	// (the sandbox's calls come back through caller too); refusals never
+	// reach the backends' telemetry, which counts backend calls.
+	guard := policy.NewGuard(op.tel.Caller(disp), policy.Compile(cfg.Policies), resolveTool(reg), st.limitCounter(), log)
 	if cfg.FromFile {
 		go watchConfig(ctx, cfg, time.Second, log, func(next *config.Config) {
+			guard.Store(policy.Compile(next.Policies))
 			scrubber.Learn(secretValues(next)...)
 			restarted := disp.Reload(next)
 			cat.SetConfig(next)
@@ -228,7 +234,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		})
 	}
 
-	caller := op.tel.Caller(disp)
+	caller := toolcall.Caller(guard)
 	sb, err := startSandbox(cfg, caller, reg, compiledBindings, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -260,6 +266,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		SessionEnded: disp.EndSession,
 		SharedState:  st.problem(),
 		Telemetry:    op.tel,
+		Policy:       guard,
 		Chain: chain.New(chain.Options{
 			Caller:         caller,
 			Registry:       reg,
@@ -288,7 +295,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		in, out, release := rawStdio(stdin, stdout)
 		defer release()
 		oneClientProcs()
-		if err := srv.ServeStdio(ctx, in, out); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		// Every call of this session runs for the user running kiln.
+		local := toolcall.WithIdentity(ctx, daemon.LocalUser(os.Getuid()))
+		if err := srv.ServeStdio(local, in, out); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)
 			return exitFail
 		}
@@ -487,4 +496,16 @@ func bridgeBindings(reg *registry.Registry) []bridge.Binding {
 		backends = append(backends, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
 	}
 	return bridge.Lookup(backends).Bindings()
+}
+
+// resolveTool finds the tool a Caller is asked for, for the policy's
+// annotations conditions.
+func resolveTool(reg *registry.Registry) policy.Resolver {
+	return func(backend, tool string) (policy.Tool, bool) {
+		t, err := reg.Resolve(backend + "." + tool)
+		if err != nil {
+			return policy.Tool{}, false
+		}
+		return policy.Tool{Backend: t.Backend, Name: t.Name, Annotations: t.Annotations}, true
+	}
 }
