@@ -222,17 +222,30 @@ func TestPolicyHTTP(t *testing.T) {
 			{"tier 2 allowed", `await everything.echo({message: "lit-ci"})`, "lit-ci"},
 			{"tier 2 denied", `await everything.get_sum({a: 1, b: 2})`, denied},
 			{"tier 3 allowed", `const r = await everything.echo({message: "p" + "rog"}); return r;`, "prog"},
-			{"tier 3 name built at run time", `const n = ["get", "sum"].join("_"); const r = await everything[n]({a: 1, b: 2}); return r;`, denied},
+			// Hidden from the bindings, so the program cannot even get
+			// hold of the function; the guard would refuse the call.
+			{"tier 3 name built at run time", `const n = ["get", "sum"].join("_"); const r = await everything[n]({a: 1, b: 2}); return r;`, "no member 'get_sum'"},
+			// The bridge's own call, which any program can reach, with a
+			// name built at run time: the host refuses it.
+			{"tier 3 raw bridge call", `const r = await __kiln_call(["every", "thing"].join(""), "get-" + "sum", {a: 1, b: 2}); return r;`, denied},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				r := chain(t, ci, c.code)
-				if !strings.Contains(r.Text(), c.want) || (c.want == denied) != r.IsError {
+				if !strings.Contains(r.Text(), c.want) || (c.want == denied || strings.HasPrefix(c.want, "no member")) != r.IsError {
 					t.Errorf("%s: isError=%v %q, want %q", c.code, r.IsError, r.Text(), c.want)
 				}
 				if c.want == denied && strings.Contains(r.Text(), "= 3") {
 					t.Errorf("the denied tool ran: %s", r.Text())
 				}
 			})
+		}
+		// The program's bindings lose what ci may not use.
+		probe := `return [typeof everything.get_sum, typeof everything["get-sum"], "k" + Object.keys(everything).includes("get_sum"), "g" + (__getToolInterface("everything.get-sum") === null), "i" + ("get-sum" in __interfaces.everything), typeof everything.echo, typeof filesystem.write_file, typeof filesystem.read_text_file, typeof __kiln_call].join(",");`
+		if r := chain(t, ci, probe); r.Text() != "undefined,undefined,kfalse,gtrue,ifalse,function,undefined,function,function" {
+			t.Errorf("ci's program sees: %s", r.Text())
+		}
+		if r := chain(t, admin, probe); r.Text() != "function,function,ktrue,gfalse,itrue,function,function,function,function" {
+			t.Errorf("admin's program sees: %s", r.Text())
 		}
 		r := chain(t, admin, `const n = ["get", "sum"].join("_"); const r = await everything[n]({a: 1, b: 2}); return r;`)
 		if r.IsError || !strings.Contains(r.Text(), "3") {

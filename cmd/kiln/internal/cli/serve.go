@@ -277,6 +277,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Output:         outputOptions(cfg),
 			Counter:        counter,
 			Scrub:          scrubber.Result,
+			Policy:         guard,
 			Logger:         log,
 			OnTier: func(ctx context.Context, t chain.Tier) (context.Context, func()) {
 				return op.tel.EnterTier(ctx, int(t))
