@@ -259,6 +259,28 @@ func TestFaultUncompiledBackendServedLive(t *testing.T) {
 	if r := k.call(t.Context(), "search_tools", map[string]any{"task_description": "hang until canceled", "limit": 20}, nil); !strings.Contains(r.Text(), "uncompiled.hang") {
 		t.Errorf("search does not find the live tools: %s", r.Text())
 	}
+	// Neither has a review to pin to (drift: pin is the default), and
+	// kiln://backends says so.
+	var backends []struct {
+		Name      string `json:"name"`
+		Review    string `json:"review"`
+		DriftMode string `json:"drift_mode"`
+	}
+	if err := json.Unmarshal([]byte(k.resource("kiln://backends")), &backends); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"uncompiled": "none (not compiled in)", "f1": "none (registered at run time)"}
+	for _, b := range backends {
+		if w, ok := want[b.Name]; ok {
+			if b.Review != w || b.DriftMode != "follow" {
+				t.Errorf("kiln://backends %s: review %q, drift_mode %q; want %q, follow", b.Name, b.Review, b.DriftMode, w)
+			}
+			delete(want, b.Name)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("kiln://backends lacks %v", want)
+	}
 }
 
 // TestFaultProgressUnderClientToken: progress reaches the client under its own token, and the

@@ -11,7 +11,7 @@ import (
 
 // TestDriftAndHotReload points the compiled backend "memory" at the fault
 // server: its live tools differ from the compiled manifest, so kiln serves
-// the live list and reports the drift. Then kiln.yaml is edited while kiln
+// the live list (drift: warn) and reports the drift. Then kiln.yaml is edited while kiln
 // runs: a new timeout applies without a restart, an invalid edit is
 // rejected with a log line, and disabling the backend takes effect.
 func TestDriftAndHotReload(t *testing.T) {
@@ -21,6 +21,7 @@ func TestDriftAndHotReload(t *testing.T) {
 gateway:
   state_dir: %s
   connect_timeout: 10s
+  drift: warn                # this test is about serving the live list
 backends:
   memory:
     command: %s

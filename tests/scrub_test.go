@@ -69,6 +69,7 @@ gateway:
 backends:
   memory:
     command: %s
+    drift: warn   # the fault server's live tools, not memory's reviewed ones
     env:
 %s%s
 `, t.TempDir(), faultBin(t), faultBin(t), strings.Join(refs, "\n"), extra)

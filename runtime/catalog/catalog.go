@@ -84,11 +84,19 @@ type Catalog struct {
 	log      *slog.Logger
 	compiled map[string]*manifest.Manifest // start-up truth, by backend
 
-	mu      sync.Mutex // serializes changes; readers use view
-	cfg     *config.Config
-	drift   map[string]Drift
-	dynamic map[string]json.RawMessage // definitions registered at run time, by name
-	pending map[string]bool            // registrations still connecting
+	mu    sync.Mutex // serializes changes; readers use view
+	cfg   *config.Config
+	drift map[string]Drift
+	// reviewed marks the backends compiled in from a reviewed manifest,
+	// the only ones a drift mode other than follow applies to (pin.go).
+	reviewed map[string]bool
+	// lastLive and lastOffer are the live lists last seen of drifted
+	// backends, so drift is logged once per change, not per refresh.
+	lastLive   map[string][]manifest.Tool
+	lastOffer  map[string]Offer
+	offerDrift map[string]OfferDrift
+	dynamic    map[string]json.RawMessage // definitions registered at run time, by name
+	pending    map[string]bool            // registrations still connecting
 	// ignored holds shared records this replica refused (by name: the
 	// record), so each is logged once, not at every resync.
 	ignored map[string]string
@@ -128,11 +136,13 @@ func New(opts Options) *Catalog {
 		log = slog.New(slog.DiscardHandler)
 	}
 	c := &Catalog{opts: opts, log: log, cfg: opts.Config, compiled: map[string]*manifest.Manifest{},
-		drift: map[string]Drift{}, dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}, ignored: map[string]string{}, lost: map[string]bool{}, leaving: map[string]int{}}
+		drift: map[string]Drift{}, reviewed: map[string]bool{}, lastLive: map[string][]manifest.Tool{}, lastOffer: map[string]Offer{}, offerDrift: map[string]OfferDrift{},
+		dynamic: map[string]json.RawMessage{}, pending: map[string]bool{}, ignored: map[string]string{}, lost: map[string]bool{}, leaving: map[string]int{}}
 	c.hideUndeclared()
 	for _, b := range opts.Registry.Backends() {
 		if b.Compiled {
 			c.compiled[b.Name()] = b.Manifest
+			c.reviewed[b.Name()] = true
 		}
 	}
 	// A backend declared in the config but not compiled in is compared with
@@ -209,6 +219,7 @@ func (c *Catalog) View() *View { return c.view.Load() }
 func (c *Catalog) SetConfig(cfg *config.Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.noteModeChanges(cfg)
 	c.cfg = cfg
 	// backends.NAME.bare applies at once: the exposed names follow.
 	c.publishBareLocked()
@@ -227,7 +238,9 @@ func (c *Catalog) publishLocked() {
 	var bridged []bridge.Backend
 	for _, b := range c.opts.Registry.Backends() {
 		bridged = append(bridged, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
-		if _, drifted := c.drift[b.Name()]; !b.Compiled || drifted {
+		// A drifted backend under pin serves its compiled tools, which the
+		// frozen index already holds.
+		if d, drifted := c.drift[b.Name()]; !b.Compiled || drifted && d.Mode != config.DriftPin {
 			changed = append(changed, b.Name())
 			for _, t := range b.Manifest.Tools {
 				extra = append(extra, search.NewDoc(b.Name(), t.Name, t.Title, t.Description, t.InputSchema))

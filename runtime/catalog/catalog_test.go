@@ -1,9 +1,11 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -40,6 +42,13 @@ func tool(name, desc string) manifest.Tool {
 
 func newCatalog(t *testing.T, live *liveTools) (*Catalog, *registry.Registry) {
 	t.Helper()
+	return newCatalogMode(t, live, "", nil)
+}
+
+// newCatalogMode is newCatalog with gateway.drift set to mode ("" leaves
+// the default) and logs, when set, receiving the catalog's log.
+func newCatalogMode(t *testing.T, live *liveTools, mode config.DriftMode, logs *bytes.Buffer) (*Catalog, *registry.Registry) {
+	t.Helper()
 	reg := registry.New()
 	m := &manifest.Manifest{Version: 1, Backend: "notes", Tools: []manifest.Tool{tool("read_note", "Read a note."), tool("delete_note", "Delete a note.")}}
 	if err := reg.Add(m, true); err != nil {
@@ -50,17 +59,23 @@ func newCatalog(t *testing.T, live *liveTools) (*Catalog, *registry.Registry) {
 		docs = append(docs, search.NewDoc("notes", tl.Name, "", tl.Description, tl.InputSchema))
 	}
 	cfg := &config.Config{Gateway: config.DefaultGateway(), Backends: []config.Backend{{Name: "notes"}}}
-	return New(Options{Registry: reg, Backends: live, Config: cfg, Search: Lexical(search.Build(docs))}), reg
+	cfg.Gateway.Drift = mode
+	opts := Options{Registry: reg, Backends: live, Config: cfg, Search: Lexical(search.Build(docs))}
+	if logs != nil {
+		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return New(opts), reg
 }
 
+// TestRefreshServesDriftAndRestores is drift: warn, the live list served.
 func TestRefreshServesDriftAndRestores(t *testing.T) {
 	live := &liveTools{tools: map[string][]manifest.Tool{}}
-	c, reg := newCatalog(t, live)
+	c, reg := newCatalogMode(t, live, config.DriftWarn, nil)
 	live.tools["notes"] = []manifest.Tool{tool("read_note", "Read a note by its title."), tool("archive_note", "Archive a note for later.")}
 	if err := c.Refresh(t.Context(), "notes"); err != nil {
 		t.Fatal(err)
 	}
-	want := Drift{Added: []string{"archive_note"}, Removed: []string{"delete_note"}, Changed: []string{"read_note"}}
+	want := Drift{Added: []string{"archive_note"}, Removed: []string{"delete_note"}, Changed: []string{"read_note"}, Mode: config.DriftWarn}
 	got := c.Drifts()["notes"]
 	if diff := cmp.Diff(want, got, cmpIgnoreSince); diff != "" {
 		t.Errorf("drift (-want +got):\n%s", diff)
@@ -97,7 +112,9 @@ func TestRefreshServesDriftAndRestores(t *testing.T) {
 	}
 }
 
-var cmpIgnoreSince = cmp.Transformer("noSince", func(d Drift) Drift { return Drift{Added: d.Added, Removed: d.Removed, Changed: d.Changed} })
+var cmpIgnoreSince = cmp.Transformer("noSince", func(d Drift) Drift {
+	return Drift{Added: d.Added, Removed: d.Removed, Changed: d.Changed, Mode: d.Mode, Offer: d.Offer}
+})
 
 func TestSameJSONIgnoresKeyOrder(t *testing.T) {
 	if !sameJSON([]byte(`{"a":1,"b":[1,2]}`), []byte(`{ "b":[1,2], "a":1 }`)) {

@@ -13,21 +13,45 @@ import (
 	"github.com/kilnmcp/kiln/runtime/manifest"
 )
 
-// Drift is how a backend's live tools differ from the compiled manifest.
+// Drift is how a backend's live tools (and, in Offer, its resources,
+// resource templates and prompts) differ from the reviewed manifest, and
+// what kiln does about it.
 type Drift struct {
 	Since   time.Time
 	Added   []string
 	Removed []string
 	Changed []string // description, schema, annotations or title differ
+	// Mode is the drift mode the backend is served under: under
+	// config.DriftPin the added tools and the live versions of the
+	// changed ones are held back; under warn and follow they are served.
+	Mode config.DriftMode
+	// Offer is the drift of resources, templates and prompts, nil when
+	// they match (or the server has not listed them).
+	Offer *OfferDrift
+}
+
+// OfferDrift is how a backend's live resources, resource templates and
+// prompts differ from the reviewed ones, each named "resource URI",
+// "resource template URI-TEMPLATE" or "prompt NAME".
+type OfferDrift struct {
+	Since                   time.Time
+	Added, Removed, Changed []string
 }
 
 // String summarizes the drift in one line.
 func (d Drift) String() string {
 	var parts []string
-	for _, p := range []struct {
+	lists := []struct {
 		what  string
 		names []string
-	}{{"added", d.Added}, {"removed", d.Removed}, {"changed", d.Changed}} {
+	}{{"added", d.Added}, {"removed", d.Removed}, {"changed", d.Changed}}
+	if d.Offer != nil {
+		lists = append(lists, []struct {
+			what  string
+			names []string
+		}{{"added", d.Offer.Added}, {"removed", d.Offer.Removed}, {"changed", d.Offer.Changed}}...)
+	}
+	for _, p := range lists {
 		if len(p.names) > 0 {
 			parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
 		}
@@ -39,17 +63,27 @@ func (d Drift) String() string {
 func (c *Catalog) Drifts() map[string]Drift {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]Drift, len(c.drift))
+	out := make(map[string]Drift, len(c.drift)+len(c.offerDrift))
 	for k, v := range c.drift {
 		out[k] = v
+	}
+	for k, o := range c.offerDrift {
+		d, ok := out[k]
+		if !ok {
+			d = Drift{Since: o.Since, Mode: c.modeOf(k)}
+		}
+		d.Offer = &o
+		out[k] = d
 	}
 	return out
 }
 
-// Refresh lists a backend's tools and serves them: for a compiled backend
-// the live list replaces the compiled one while they differ, and drift is
-// recorded and logged; a dynamic backend's tools are replaced. Connects
-// and tools/list_changed notifications call it.
+// Refresh lists a backend's tools and serves them as its drift mode says
+// (pin.go): for a compiled backend under pin the reviewed tools stay and
+// the live changes are held back; under warn and follow, and for a
+// backend with no review, the live list replaces the compiled one while
+// they differ. Drift is recorded and logged once per change. Connects and
+// tools/list_changed notifications call it.
 func (c *Catalog) Refresh(ctx context.Context, name string) error {
 	mu, _ := c.refreshing.LoadOrStore(name, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
@@ -84,31 +118,71 @@ func (c *Catalog) Refresh(ctx context.Context, name string) error {
 	}
 	d := compare(compiled.Tools, tools)
 	_, had := c.drift[name]
-	switch {
-	case d == nil && !had:
+	if d == nil && !had {
 		return nil
-	case d == nil:
+	}
+	mode := c.modeOf(name)
+	if d == nil {
 		delete(c.drift, name)
+		delete(c.lastLive, name)
 		c.opts.Registry.Replace(compiled)
+		c.opts.Registry.Hold(name, nil)
+		c.opts.Registry.HoldParams(name, nil)
 		c.log.Info("backend tools match the compiled manifest again", "backend", name)
-	default:
-		if old, ok := c.drift[name]; ok {
-			d.Since = old.Since
-		}
-		c.drift[name] = *d
-		m := *compiled
-		m.Tools = tools
-		c.opts.Registry.Replace(&m)
-		if compiled.Transport == config.TransportWorkspace && len(compiled.Tools) == 0 {
-			// Kiln's own workspace tools: served from source, nothing to compile.
-			c.log.Info("workspace tools served", "backend", name, "tools", len(tools))
-		} else {
-			c.log.Warn("backend tools drifted from the compiled manifest; serving the live list (run `make generate` to compile it in, `kiln-gen diff` to review)",
-				"backend", name, "drift", d.String())
-		}
+		c.publishLocked()
+		return nil
+	}
+	if old, ok := c.drift[name]; ok {
+		d.Since = old.Since
+	}
+	d.Mode = mode
+	c.drift[name] = *d
+	news := c.lastLive[name] == nil || compare(c.lastLive[name], tools) != nil
+	c.lastLive[name] = tools
+	if mode == config.DriftPin {
+		// The reviewed tools stay as they are: new ones are not served,
+		// changed and removed ones are served as reviewed.
+		c.opts.Registry.Replace(compiled)
+		c.opts.Registry.Hold(name, heldTools(name, d.Added))
+		c.opts.Registry.HoldParams(name, addedParams(compiled.Tools, tools, d.Changed))
+	} else {
+		c.serveLiveLocked(name, compiled, tools)
+	}
+	if news {
+		c.logDrift(name, compiled, *d)
 	}
 	c.publishLocked()
 	return nil
+}
+
+// serveLiveLocked serves a compiled backend's live tools in place of its
+// compiled ones (warn, follow, or no review). Called with c.mu held.
+func (c *Catalog) serveLiveLocked(name string, compiled *manifest.Manifest, tools []manifest.Tool) {
+	m := *compiled
+	m.Tools = tools
+	c.opts.Registry.Replace(&m)
+	c.opts.Registry.Hold(name, nil)
+	c.opts.Registry.HoldParams(name, nil)
+}
+
+// logDrift says once per change of the live list what kiln does with it.
+func (c *Catalog) logDrift(name string, compiled *manifest.Manifest, d Drift) {
+	switch {
+	case compiled.Transport == config.TransportWorkspace:
+		// Kiln's own workspace tools: served from source, nothing to compile.
+		c.log.Info("workspace tools served", "backend", name, "tools", len(compiled.Tools)+len(d.Added)-len(d.Removed))
+	case !c.reviewed[name]:
+		c.log.Info("backend not compiled in: serving its live tools, which no one reviewed (run `make generate` to record and compile them in)",
+			"backend", name, "drift", d.String())
+	case d.Mode == config.DriftPin:
+		c.log.Warn("backend tools drifted from the reviewed manifest; holding the changes back and serving the reviewed tools (gateway.drift: pin). Review with `kiln-gen diff`, accept with `"+AcceptCommand+"`",
+			"backend", name, "held_back", strings.Join(slices.Concat(d.Added, d.Changed), ","), "drift", d.String())
+	case d.Mode == config.DriftWarn:
+		c.log.Warn("backend tools drifted from the compiled manifest; serving the live list (drift: warn). Review with `kiln-gen diff`, compile it in with `"+AcceptCommand+"`",
+			"backend", name, "drift", d.String())
+	default:
+		c.log.Debug("backend tools drifted; serving the live list (drift: follow)", "backend", name, "drift", d.String())
+	}
 }
 
 // compare returns how live differs from compiled, or nil when it does

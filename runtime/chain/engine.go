@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/sandbox"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
@@ -81,6 +83,7 @@ func (e *Engine) program(ctx context.Context, code string, timeout time.Duration
 	var b strings.Builder
 	if out.IsError {
 		b.WriteString(out.Error)
+		b.WriteString(e.heldBack(out.Error))
 	} else {
 		// A returned string is shown as text, not JSON-quoted. Anything else
 		// is indented as the sandbox encoded it: decoding it into Go values
@@ -102,4 +105,22 @@ func (e *Engine) program(ctx context.Context, code string, timeout time.Duration
 	r := toolcall.Text(b.String())
 	r.IsError = out.IsError
 	return r
+}
+
+// noToolRE finds the sandbox's hint for a call of a tool its backend
+// object lacks.
+var noToolRE = regexp.MustCompile(`hint: backend (\S+) has no tool (\S+?);`)
+
+// heldBack explains a program's call of a tool held back under drift: pin,
+// which the bridge does not bind: the sandbox only knows the tool is
+// missing, the registry knows why.
+func (e *Engine) heldBack(msg string) string {
+	m := noToolRE.FindStringSubmatch(msg)
+	if m == nil || e.opts.Registry == nil {
+		return ""
+	}
+	if _, err := e.opts.Registry.Resolve(m[1] + "." + m[2]); errors.Is(err, registry.ErrHeldBack) {
+		return "\n" + err.Error()
+	}
+	return ""
 }

@@ -34,7 +34,7 @@ func (liveTools) Status() []dispatch.Status       { return nil }
 
 // A compiled backend whose name is not an identifier is bound twice by
 // the compiled preamble: as my_backend and as globalThis["my-backend"].
-// When its live tools drift, the catalog's extra preamble rebinds it, and
+// When its live tools drift (under drift: warn), the catalog's extra preamble rebinds it, and
 // a program sees the live tools under both names, not the compiled object
 // under the original one. A compiled backend the config leaves out
 // (old-vault, bound as old_vault_2 because old_vault is another backend's)
@@ -54,7 +54,8 @@ func TestExtraPreambleRebindsOriginalNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := liveTools{"my-backend": append(compiled, manifest.Tool{Name: "fresh-tool", InputSchema: json.RawMessage(`{"type":"object"}`)})}
-	cfg := &config.Config{Gateway: config.DefaultGateway(), Backends: []config.Backend{{Name: "my-backend", Enabled: true}, {Name: "old_vault", Enabled: true}}}
+	// drift: warn serves the live tools (pin would hold fresh-tool back).
+	cfg := &config.Config{Gateway: config.DefaultGateway(), Backends: []config.Backend{{Name: "my-backend", Enabled: true, Drift: config.DriftWarn}, {Name: "old_vault", Enabled: true}}}
 	cat := catalog.New(catalog.Options{Registry: reg, Backends: live, Config: cfg, Search: catalog.Lexical(search.Build(nil))})
 	if err := cat.Refresh(t.Context(), "my-backend"); err != nil {
 		t.Fatal(err)

@@ -53,6 +53,7 @@ func (b *builder) gateway() Gateway {
 	g.Semantic = b.semantic(def.Semantic)
 	g.Vectors = b.vectors(def.Vectors)
 	g.Expose, g.Pin = b.expose(def.Expose)
+	g.Drift = b.drift(get("drift"))
 	return g
 }
 
@@ -112,6 +113,11 @@ func (b *builder) backend(rb *rawBackend, g Gateway) Backend {
 		out.Timeout = max(out.Timeout, out.Workspace.Bash.MaxTimeout+workspaceTimeoutMargin)
 	}
 	b.setFields(sc, &out)
+	if v := sc["drift"]; v.ok && out.Transport == TransportWorkspace {
+		b.p.addValue(v, "not used by workspace backends: their tools are kiln's own, served from its source, so there is no manifest to drift from; remove it")
+	} else {
+		out.Drift = b.drift(b.expand(v))
+	}
 	defMax := defaultMaxConcurrentHTTP
 	if out.Transport == TransportStdio {
 		defMax = defaultMaxConcurrentStdio

@@ -22,6 +22,26 @@ const (
 	ExposeHybrid = "hybrid" // the meta-tools plus the pinned backend tools
 )
 
+// DriftMode is what kiln serves when a compiled backend's live tools,
+// resources or prompts differ from its reviewed manifest (gateway.drift,
+// backends.NAME.drift).
+type DriftMode string
+
+// Drift modes. The manifest is what a pull request reviewed, so pin is the
+// default: a backend updated (or compromised) to rewrite a description
+// into instructions for the model reaches no agent until someone reviews
+// it and runs make generate.
+const (
+	// DriftPin serves the reviewed tools, resources and prompts only.
+	DriftPin DriftMode = "pin"
+	// DriftWarn serves the live ones and logs the drift.
+	DriftWarn DriftMode = "warn"
+	// DriftFollow serves the live ones without a warning.
+	DriftFollow DriftMode = "follow"
+)
+
+var driftModes = []string{string(DriftPin), string(DriftWarn), string(DriftFollow)}
+
 // Config is a loaded, expanded and validated kiln.yaml.
 type Config struct {
 	Version int
@@ -77,6 +97,10 @@ type Gateway struct {
 	// Pin lists the backend tools hybrid mode lists beside the meta-tools,
 	// each "backend.tool" or "backend.*".
 	Pin []string
+	// Drift is gateway.drift as the file (or KILN_GATEWAY_DRIFT) sets
+	// it, "" when neither does; read it through Config.DriftMode, which
+	// applies the default and the backends' overrides.
+	Drift DriftMode
 	// MetricsAddr, when set, serves /metrics, /healthz and /readyz on a
 	// listener of their own (host:port), for stdio-only deployments.
 	MetricsAddr string
@@ -224,6 +248,9 @@ type Backend struct {
 	// so a load balancer or Kubernetes sends no traffic to a replica
 	// that cannot serve it.
 	Required bool
+	// Drift is backends.NAME.drift, "" when the file leaves it to
+	// gateway.drift; read it through Config.DriftMode.
+	Drift DriftMode
 	// Vars lists the environment variables this backend's values reference
 	// through ${VAR} or ${VAR:-default}, sorted by name, for
 	// get_required_keys_for_tool. Values are never stored here.
@@ -251,6 +278,22 @@ func (c *Config) Backend(name string) (*Backend, bool) {
 		}
 	}
 	return nil, false
+}
+
+// DriftMode returns the drift mode of the named backend: its own drift
+// key, else gateway.drift, else pin. explicit reports whether the file (or
+// a KILN_… override) set it, for the backend or gateway-wide, rather than
+// leaving it to the default. A backend the config does not name gets the
+// gateway's mode; whether a backend has a review to pin to at all is the
+// catalog's business (backends not compiled in follow whatever this says).
+func (c *Config) DriftMode(backend string) (mode DriftMode, explicit bool) {
+	if b, ok := c.Backend(backend); ok && b.Drift != "" {
+		return b.Drift, true
+	}
+	if c.Gateway.Drift != "" {
+		return c.Gateway.Drift, true
+	}
+	return DriftPin, false
 }
 
 // EditHint says where to make a change to this config: the file, or, for

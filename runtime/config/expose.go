@@ -43,3 +43,21 @@ func (b *builder) expose(def string) (string, []string) {
 	}
 	return mode, pins
 }
+
+// drift checks a gateway.drift or backends.NAME.drift value; "" when it
+// is absent, only the declared default (neither in the file nor in a
+// KILN_… variable: Config.DriftMode tells the two apart), or wrong (a
+// wrong one is reported).
+func (b *builder) drift(v value) DriftMode {
+	if !v.ok || v.bad || v.line == 0 && v.env == "" {
+		return ""
+	}
+	return DriftMode(b.oneOf(v, driftModes, "drift mode", driftAliases))
+}
+
+// driftAliases map words people reach for to the drift mode they mean.
+var driftAliases = map[string]string{
+	"pinned": string(DriftPin), "locked": string(DriftPin), "strict": string(DriftPin), "reviewed": string(DriftPin),
+	"log": string(DriftWarn), "warning": string(DriftWarn),
+	"live": string(DriftFollow), "silent": string(DriftFollow),
+}

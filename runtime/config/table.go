@@ -43,6 +43,8 @@ var keyTable = []key{
 		doc: "What tools/list shows: meta (the meta-tools), direct (every backend tool under its exposed name, backend__tool) or hybrid (the meta-tools plus the tools in pin)."},
 	{path: "gateway.pin", kind: kindList, schema: `{"type": ["array", "null"], "items": {"type": "string", "pattern": "^\\s*[a-z$][^.]*\\.\\S"}}`,
 		doc: "hybrid only: backend tools listed beside the meta-tools, each backend.tool or backend.* (every tool of a backend)."},
+	{path: "gateway.drift", kind: kindEnum, def: string(DriftPin), enum: driftModes,
+		doc: "What kiln serves when a compiled backend's live tools, resources or prompts differ from its reviewed manifest: pin (the reviewed ones only: new ones held back, changed ones served as reviewed; accept with make generate), warn (the live ones, drift logged) or follow (the live ones, silently). Backends not compiled in have no review and follow."},
 	{path: "gateway.metrics_addr", kind: kindText,
 		doc: "host:port of a listener serving only /metrics, /healthz and /readyz, for stdio deployments (default off; use a loopback host such as 127.0.0.1:9464 unless the network is private: it has no auth)."},
 	{path: "gateway.drain_timeout", kind: kindDuration, def: "20s", min: "1s", max: "1h", reload: reloadLive,
@@ -142,6 +144,8 @@ var keyTable = []key{
 	{path: "backends.*.auth", field: "Auth", kind: kindSection, only: []string{TransportHTTP, TransportSSE}, reload: reloadRestart,
 		doc: "OAuth 2.1 toward the backend. Endpoints, scopes and the resource are discovered from the server; secrets only as ${VAR} references."},
 	{path: "backends.*.required", kind: kindFlag, def: "false", field: "Required", doc: "/readyz answers 503 until this backend is connected."},
+	{path: "backends.*.drift", kind: kindEnum, field: "Drift", enum: driftModes, defNote: "gateway.drift", atStart: true,
+		doc: "pin, warn or follow: gateway.drift for this backend alone. Not for workspace backends, which are served from kiln's source."},
 
 	{path: "backends.*.bash.timeout", kind: kindDuration, def: "2m", doc: "When a command names none."},
 	{path: "backends.*.bash.max_timeout", kind: kindDuration, def: "10m", doc: "The longest a command may ask for."},

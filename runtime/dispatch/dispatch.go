@@ -190,6 +190,13 @@ func (d *Dispatcher) callTool(ctx context.Context, backendName, tool string, arg
 		return nil, &Error{Code: CodeInvalidArgs, Backend: backendName, Tool: tool, Err: err,
 			Message: fmt.Sprintf("%s: %v\nExpected arguments: %s\nCall tool_info with tool_name %q and detail \"full\" for the whole schema.", id, err, t.Signature(), id)}
 	}
+	if held := d.reg.HeldArgs(id, args); len(held) > 0 {
+		// drift: pin serves the reviewed schema; a parameter only the
+		// live backend declares is part of the change held back.
+		return nil, &Error{Code: CodeInvalidArgs, Backend: backendName, Tool: tool,
+			Message: fmt.Sprintf("%s: argument %s is not in the tool's reviewed input schema: backend %q added it while kiln runs, and kiln holds that change back pending review (drift: pin). Call the tool without it.\nExpected arguments: %s",
+				id, strings.Join(held, ", "), backendName, t.Signature())}
+	}
 	s, conn, lim, deadline, err := d.awaitConn(ctx, backendName, tool)
 	if err != nil {
 		return nil, err

@@ -1,8 +1,10 @@
 package registry
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -18,7 +20,19 @@ var (
 	ErrNotFound  = errors.New("tool not found")
 	ErrAmbiguous = errors.New("tool name is ambiguous")
 	ErrDuplicate = errors.New("backend already registered")
+	// ErrHeldBack marks a tool its backend offers but the gateway holds
+	// back (a tool new at run time under drift: pin); it also matches
+	// ErrNotFound, since the tool cannot be called.
+	ErrHeldBack = errors.New("tool held back pending review")
 )
+
+// heldError is Resolve's error for a held-back tool: the reason the
+// holder gave, which says what to do instead.
+type heldError struct{ reason string }
+
+func (e *heldError) Error() string { return e.reason }
+
+func (e *heldError) Is(target error) bool { return target == ErrHeldBack || target == ErrNotFound }
 
 // Tool is one backend tool as the gateway serves it.
 type Tool struct {
@@ -47,6 +61,12 @@ type Registry struct {
 	tools    map[string]*Tool    // by ID
 	bare     map[string][]string // bare name -> IDs publishing it
 	sorted   []*Tool             // cache of all tools by ID; nil when stale
+	// held are tools known but not served, by backend then tool name:
+	// the reason Resolve gives for each (Hold).
+	held map[string]map[string]string
+	// heldParams are parameters live tools added that are not accepted,
+	// by tool ID (HoldParams).
+	heldParams map[string][]string
 }
 
 // New returns an empty registry.
@@ -83,10 +103,85 @@ func (r *Registry) Replace(m *manifest.Manifest) {
 	r.insertLocked(m, compiled)
 }
 
+// Hold sets the tools of a backend that exist but are not served, each
+// with the reason Resolve reports for it instead of "not found" (nil or
+// empty clears them). They stay out of Tools and every listing.
+func (r *Registry) Hold(backend string, reasons map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(reasons) == 0 {
+		delete(r.held, backend)
+		return
+	}
+	if r.held == nil {
+		r.held = map[string]map[string]string{}
+	}
+	r.held[backend] = reasons
+}
+
+// HoldParams sets, by tool name, the parameters a backend's live tools
+// added to their reviewed input schemas that calls may not pass (drift:
+// pin), replacing the backend's earlier set; nil clears it. HeldArgs
+// finds them in a call's arguments.
+func (r *Registry) HoldParams(backend string, params map[string][]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range r.heldParams {
+		if strings.HasPrefix(id, backend+".") {
+			delete(r.heldParams, id)
+		}
+	}
+	for tool, ps := range params {
+		if len(ps) == 0 {
+			continue
+		}
+		if r.heldParams == nil {
+			r.heldParams = map[string][]string{}
+		}
+		r.heldParams[backend+"."+tool] = slices.Clone(ps)
+	}
+}
+
+// HeldArgs returns the held-back parameters (HoldParams) of tool id that
+// args, a JSON object, passes, sorted; none for arguments it cannot read,
+// which validation reports.
+func (r *Registry) HeldArgs(id string, args json.RawMessage) []string {
+	r.mu.RLock()
+	ps := r.heldParams[id]
+	r.mu.RUnlock()
+	if len(ps) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range ps {
+		if _, ok := m[p]; ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// heldLocked returns the reason a held-back tool is not served.
+func (r *Registry) heldLocked(backend, tool string) (string, bool) {
+	reason, ok := r.held[backend][tool]
+	return reason, ok
+}
+
 // Remove drops a backend and its tools; it reports whether one was there.
 func (r *Registry) Remove(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	delete(r.held, name)
+	for id := range r.heldParams {
+		if strings.HasPrefix(id, name+".") {
+			delete(r.heldParams, id)
+		}
+	}
 	if _, ok := r.backends[name]; !ok {
 		return false
 	}
@@ -138,6 +233,9 @@ func (r *Registry) Resolve(name string) (*Tool, error) {
 			ErrAmbiguous, name, len(ids), strings.Join(ids, ", "))
 	}
 	if b, tool, ok := strings.Cut(name, "."); ok {
+		if reason, ok := r.heldLocked(b, tool); ok {
+			return nil, &heldError{reason}
+		}
 		if _, known := r.backends[b]; !known {
 			return nil, fmt.Errorf("%w: no backend named %q%s", ErrNotFound, b, r.hintLocked(b, r.backendNamesLocked()))
 		}
@@ -145,6 +243,11 @@ func (r *Registry) Resolve(name string) (*Tool, error) {
 			return nil, fmt.Errorf("%w: backend %q has no tool %q; it is published as %s", ErrNotFound, b, tool, strings.Join(ids, ", "))
 		}
 		return nil, fmt.Errorf("%w: backend %q has no tool %q%s", ErrNotFound, b, tool, r.hintLocked(name, r.idsLocked()))
+	}
+	for _, b := range slices.Sorted(maps.Keys(r.held)) {
+		if reason, ok := r.heldLocked(b, name); ok {
+			return nil, &heldError{reason}
+		}
 	}
 	return nil, fmt.Errorf("%w: %q%s", ErrNotFound, name, r.hintLocked(name, r.idsLocked()))
 }

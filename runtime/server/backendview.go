@@ -24,30 +24,30 @@ type backendView struct {
 	Since     string `json:"since,omitempty"`
 	Compiled  bool   `json:"compiled"`
 	// Dynamic marks a backend added at run time by register_manual.
-	Dynamic         bool       `json:"dynamic,omitempty"`
-	Tools           int        `json:"tools"`
-	ProtocolVersion string     `json:"protocol_version,omitempty"`
-	Error           string     `json:"error,omitempty"`
-	Note            string     `json:"note,omitempty"`
-	Restarts        int        `json:"restarts_in_window,omitempty"`
-	GaveUp          bool       `json:"gave_up,omitempty"`
-	NextRetry       string     `json:"next_retry,omitempty"`
-	ProbeFailures   int        `json:"probe_failures,omitempty"`
-	LastHealthy     string     `json:"last_healthy,omitempty"`
-	Calls           int64      `json:"calls"`
-	Errors          int64      `json:"errors"`
-	InFlight        int        `json:"in_flight,omitempty"`
-	Queued          int        `json:"queued,omitempty"`
-	MaxConcurrent   int        `json:"max_concurrent,omitempty"`
-	Timeout         string     `json:"timeout,omitempty"`
-	Drift           *driftView `json:"drift,omitempty"`
+	Dynamic         bool   `json:"dynamic,omitempty"`
+	Tools           int    `json:"tools"`
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+	Error           string `json:"error,omitempty"`
+	Note            string `json:"note,omitempty"`
+	Restarts        int    `json:"restarts_in_window,omitempty"`
+	GaveUp          bool   `json:"gave_up,omitempty"`
+	NextRetry       string `json:"next_retry,omitempty"`
+	ProbeFailures   int    `json:"probe_failures,omitempty"`
+	LastHealthy     string `json:"last_healthy,omitempty"`
+	Calls           int64  `json:"calls"`
+	Errors          int64  `json:"errors"`
+	InFlight        int    `json:"in_flight,omitempty"`
+	Queued          int    `json:"queued,omitempty"`
+	MaxConcurrent   int    `json:"max_concurrent,omitempty"`
+	Timeout         string `json:"timeout,omitempty"`
+	// Review says whether a reviewed manifest backs the tools (drift
+	// modes apply) or not (they follow the live lists), and DriftMode
+	// which mode they are served under.
+	Review    string     `json:"review,omitempty"`
+	DriftMode string     `json:"drift_mode,omitempty"`
+	Drift     *driftView `json:"drift,omitempty"`
 
 	status *dispatch.Status // nil when the dispatcher does not know it
-}
-
-type driftView struct {
-	Since   string `json:"since,omitempty"`
-	Summary string `json:"summary"`
 }
 
 // backends merges the registry (what is compiled or registered) with the
@@ -84,7 +84,13 @@ func (s *Server) backends() []backendView {
 	}
 	for name, d := range s.drifts() {
 		if v, ok := byName[name]; ok {
-			v.Drift = &driftView{Since: stamp(d.Since), Summary: d.String()}
+			v.Drift = newDriftView(d)
+		}
+	}
+	if p := s.driftPolicy(); p != nil {
+		for _, v := range byName {
+			review, mode := p.Review(v.Name)
+			v.Review, v.DriftMode = review, string(mode)
 		}
 	}
 	out := make([]backendView, 0, len(order))

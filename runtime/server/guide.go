@@ -48,12 +48,15 @@ func (s *Server) overview() string {
 		fmt.Fprintf(&b, " (%s)", countStates(views))
 	}
 	fmt.Fprintf(&b, "\n- Tools: %d\n- Health: %s. Details: %s\n", tools, h.Summary, uriHealth)
-	var dynamic, drifted []string
+	var dynamic, drifted, pinned []string
 	for _, v := range views {
 		if v.Dynamic {
 			dynamic = append(dynamic, v.Name)
 		}
-		if v.Drift != nil {
+		switch {
+		case v.Drift != nil && v.Drift.Served == "reviewed":
+			pinned = append(pinned, v.Name)
+		case v.Drift != nil:
 			drifted = append(drifted, v.Name)
 		}
 	}
@@ -62,6 +65,9 @@ func (s *Server) overview() string {
 	}
 	if len(drifted) > 0 {
 		fmt.Fprintf(&b, "- Tools changed since kiln was built (served from the live list): %s; see %s\n", strings.Join(drifted, ", "), uriBackends)
+	}
+	if len(pinned) > 0 {
+		fmt.Fprintf(&b, "- Changed since kiln was built, held back pending review (the reviewed tools are served): %s; see %s\n", strings.Join(pinned, ", "), uriBackends)
 	}
 	b.WriteString(`
 ## Using the meta-tools

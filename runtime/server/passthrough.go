@@ -54,9 +54,6 @@ type passthru struct {
 
 	mu     sync.Mutex // serializes sync
 	offers map[string]offer
-	// drifted marks compiled backends whose live lists differ from the
-	// compiled ones.
-	drifted map[string]bool
 	// Registered with the SDK server, with a fingerprint so an unchanged
 	// item is not registered again (each registration notifies clients).
 	resources map[string]string // URI -> fingerprint
@@ -76,7 +73,7 @@ type passthru struct {
 }
 
 func (s *Server) addPassthrough() {
-	p := &passthru{s: s, offers: map[string]offer{}, drifted: map[string]bool{},
+	p := &passthru{s: s, offers: map[string]offer{},
 		resources: map[string]string{}, templates: map[string]string{}, prompts: map[string]string{}}
 	p.table.Store(route.New(nil))
 	p.exposed.Store(&map[string]promptRef{})
@@ -173,42 +170,12 @@ func (s *Server) Refresh(ctx context.Context, name string, kinds ...string) erro
 			return fmt.Errorf("refresh %s prompts: %w", name, err)
 		}
 	}
+	o = s.serveOffer(name, o)
 	p.mu.Lock()
 	p.offers[name] = o
 	p.mu.Unlock()
-	p.noteDrift(name, o)
 	p.sync()
 	return nil
-}
-
-// noteDrift logs when a compiled backend's live resources, templates or
-// prompts start or stop differing from its compiled manifest, as the
-// catalog does for tools.
-func (p *passthru) noteDrift(name string, live offer) {
-	b, ok := p.s.opts.Registry.Backend(name)
-	if !ok || !b.Compiled {
-		return
-	}
-	m := b.Manifest
-	differs := !sameOffer(offer{m.Resources, m.ResourceTemplates, m.Prompts}, live)
-	p.mu.Lock()
-	was := p.drifted[name]
-	p.drifted[name] = differs
-	p.mu.Unlock()
-	switch {
-	case differs && !was:
-		p.s.log.Warn("backend resources or prompts differ from the compiled manifest; serving the live lists (`kiln-gen diff` shows how, `make generate` compiles them in)", "backend", name)
-	case !differs && was:
-		p.s.log.Info("backend resources and prompts match the compiled manifest again", "backend", name)
-	}
-}
-
-// sameOffer compares two offers in canonical form, so order, key order and
-// spacing do not count.
-func sameOffer(a, b offer) bool {
-	ea, errA := manifest.Encode(&manifest.Manifest{Resources: a.resources, ResourceTemplates: a.templates, Prompts: a.prompts})
-	eb, errB := manifest.Encode(&manifest.Manifest{Resources: b.resources, ResourceTemplates: b.templates, Prompts: b.prompts})
-	return errA == nil && errB == nil && string(ea) == string(eb)
 }
 
 // Forget drops a backend's offer (a runtime backend deregistered).

@@ -229,6 +229,9 @@ func (s *Server) backendText(v backendView) string {
 	}
 	if v.Drift != nil {
 		fmt.Fprintf(&b, "Tools changed since kiln was built: %s\n", v.Drift.Summary)
+		if v.Drift.Served == "reviewed" {
+			fmt.Fprintf(&b, "Held back pending review (drift: pin; the reviewed versions are served): %s\n", strings.Join(v.Drift.HeldBack, "; "))
+		}
 	}
 	if p := problemOf(v, time.Now()); p != nil {
 		fmt.Fprintf(&b, "Advice: %s.\n", p.Advice)

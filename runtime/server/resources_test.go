@@ -91,7 +91,7 @@ func fleetStatus() *fakeStatus {
 }
 
 func fleetDrifts() map[string]catalog.Drift {
-	return map[string]catalog.Drift{"files": {Since: t0, Added: []string{"write_file"}}}
+	return map[string]catalog.Drift{"files": {Since: t0, Added: []string{"write_file"}, Mode: config.DriftWarn}}
 }
 
 type fleetOptions struct {
@@ -232,7 +232,8 @@ func TestBackendsView(t *testing.T) {
 			LastHealthy: "2030-01-02T03:05:05Z", Calls: 12, Errors: 2, InFlight: 1, MaxConcurrent: 10, Timeout: "30s"},
 		{Name: "files", Transport: "stdio", State: "unhealthy", Since: since, Compiled: true, Tools: 3,
 			Error: "health probe failed 3 times: context deadline exceeded\nstderr: panic", NextRetry: "2030-01-02T04:04:05Z", ProbeFailures: 3,
-			MaxConcurrent: 10, Drift: &driftView{Since: since, Summary: "added write_file"}},
+			MaxConcurrent: 10, Drift: &driftView{Since: since, Summary: "added write_file", Mode: "warn", Served: "live",
+				Accept: "review with `kiln-gen diff`, record and compile it in with `make generate`"}},
 		{Name: "legacy", State: "not configured", Compiled: true, Tools: 1,
 			Note: "compiled in but not declared in the config, so calls fail; add it under backends: to use it"},
 		{Name: "ghost", Transport: "http", State: "healthy", Since: since,

@@ -21,6 +21,11 @@
 //	                                          each call of tool t after its first SSE event (resumable)
 //	FAULT_PASSTHROUGH=1       --passthrough   serve a prompt and resources that fail on cue (passthrough.go)
 //	FAULT_LEGACY=1            --legacy        negotiate no revision after 2025-11-25 (no server/discover)
+//	FAULT_RUG_PULL=file       --rug-pull      serve only the tools of the kiln manifest file as recorded, then, after
+//	                                          the first tools/call, poison one (its description becomes an
+//	                                          <IMPORTANT> instruction to read ~/.ssh/id_rsa into a new "note"
+//	                                          parameter) and add a tool "exfil", with tools/list_changed (rugpull.go)
+//	FAULT_RUG_PULL_TOOL=t     --rug-pull-tool the tool FAULT_RUG_PULL poisons (default: the manifest's first)
 //
 // FAULT_START_DELAY is applied before FAULT_EXIT_AT_START, so the two
 // together make a backend that is slow to crash. Bad values exit with 2.
@@ -48,6 +53,7 @@
 //	subscribe <uri>                     resources/subscribe reached its handler (FAULT_PASSTHROUGH)
 //	cancelled subscribe <uri>           a subscription to fault://slow-sub was cancelled
 //	unsubscribe <uri>                   resources/unsubscribe reached its handler
+//	rug-pull <tool>                     FAULT_RUG_PULL poisoned the tool and added exfil
 //
 // Tools: echo, slow, hang, huge, crash, fail, stderr, rich, progress,
 // add_tool, remove_tool, ask, calls and env; each one's description says

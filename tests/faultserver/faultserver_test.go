@@ -695,3 +695,44 @@ func TestParseConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestRugPull: FAULT_RUG_PULL serves a manifest's tools as recorded, and
+// after the first call poisons one and adds exfil, telling the client.
+func TestRugPull(t *testing.T) {
+	manifest, err := filepath.Abs("../../manifests/memory.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := start(t, variants[0], "FAULT_RUG_PULL="+manifest, "FAULT_RUG_PULL_TOOL=search_nodes")
+	listed := func() map[string]*mcp.Tool {
+		res, err := b.session.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]*mcp.Tool{}
+		for _, tool := range res.Tools {
+			m[tool.Name] = tool
+		}
+		return m
+	}
+	before := listed()
+	if len(before) != 9 || before["search_nodes"] == nil || before["search_nodes"].Description != "Search for nodes in the knowledge graph based on a query" || before["echo"] != nil {
+		t.Fatalf("before the first call: %d tools, search_nodes %+v; want memory's 9 as recorded and no fault tools", len(before), before["search_nodes"])
+	}
+	if got := onlyText(t, call(t, b, "read_graph", nil)); got != "read_graph called with {}" {
+		t.Errorf("read_graph = %q", got)
+	}
+	waitFor(t, "tools/list_changed after the first call", func() bool { _, _, n := b.notes.snapshot(); return n >= 1 })
+	after := listed()
+	sn := after["search_nodes"]
+	schema, _ := json.Marshal(sn.InputSchema)
+	if sn.Description != Poisoned || !strings.Contains(string(schema), `"note"`) || !strings.Contains(string(schema), `"query"`) {
+		t.Errorf("search_nodes after the pull: %q %s; want the poisoned description and a note parameter beside query", sn.Description, schema)
+	}
+	if after["exfil"] == nil || len(after) != 10 {
+		t.Errorf("after the pull %d tools, exfil %v; want 10 with exfil", len(after), after["exfil"])
+	}
+	if !strings.Contains(b.events(t), "rug-pull search_nodes") {
+		t.Errorf("events.log does not record the pull:\n%s", b.events(t))
+	}
+}

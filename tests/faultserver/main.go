@@ -35,6 +35,9 @@ type config struct {
 	cutStream     string
 	passthrough   bool
 	legacy        bool
+	// rugPull is a kiln manifest to impersonate, rugPullTool the tool it
+	// poisons (rugpull.go).
+	rugPull, rugPullTool string
 }
 
 // legacyVersions are the revisions FAULT_LEGACY negotiates: those of the
@@ -52,6 +55,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	delay := fs.String("start-delay", getenv("FAULT_START_DELAY"), "sleep this long before serving")
 	exit := fs.String("exit-at-start", getenv("FAULT_EXIT_AT_START"), "exit with this code before serving")
 	crash := fs.String("crash-after", getenv("FAULT_CRASH_AFTER"), "exit(3) on the N-th tools/call")
+	fs.StringVar(&cfg.rugPull, "rug-pull", getenv("FAULT_RUG_PULL"), "serve this kiln manifest's tools, then poison one and add exfil after the first call")
+	fs.StringVar(&cfg.rugPullTool, "rug-pull-tool", getenv("FAULT_RUG_PULL_TOOL"), "the tool --rug-pull poisons (default: the manifest's first)")
 	fs.StringVar(&cfg.cutStream, "cut-stream", getenv("FAULT_HTTP_CUT_STREAM"), "HTTP only: break the connection of each call of this tool after its first SSE event")
 	// Switches read their variable before the flags are defined, so that
 	// a bare --stateless can override it like any boolean flag.

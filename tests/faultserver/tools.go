@@ -89,6 +89,13 @@ func newServer(cfg config, tp *tap, events *eventLog, stderr io.Writer, g *garba
 	if cfg.passthrough {
 		addPassthrough(srv)
 	}
+	if cfg.rugPull != "" {
+		if err := rugPull(srv, cfg.rugPull, cfg.rugPullTool, events); err != nil {
+			fmt.Fprintf(stderr, "faultserver: %v\n", err)
+			os.Exit(2)
+		}
+		return srv
+	}
 	ts := &tools{srv: srv, tap: tp, events: events, stderr: stderr, garbage: g, png: tinyPNG(), names: map[string]bool{}}
 	add(ts, "echo", "Returns its text argument unchanged as one text content block.", ts.echo)
 	add(ts, "slow", "Sleeps for ms milliseconds, stopping early if the call is cancelled, then returns \"slept <ms>ms\".", ts.slow)

@@ -111,6 +111,12 @@ func TestRecordEmitDiff(t *testing.T) {
 	if code != exitFail || !strings.Contains(out, "define") || !strings.Contains(out, "make generate") {
 		t.Errorf("diff with a new tool: exit %d, want %d\n%s%s", code, exitFail, out, errOut)
 	}
+	// The reviewer is told what a running kiln holds back meanwhile
+	// (drift: pin by default).
+	if !strings.Contains(out, "words (drift: pin, from the default): held back pending review") ||
+		!strings.Contains(out, "new: not listed, searchable or callable") {
+		t.Errorf("diff does not say what pin holds back:\n%s", out)
+	}
 }
 
 func TestUsageErrors(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kilnmcp/kiln/cmd/kiln-gen/internal/diff"
 	"github.com/kilnmcp/kiln/gen/record"
+	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/version"
 )
@@ -57,6 +58,11 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	if len(changes) > 0 {
+		fmt.Fprintln(stdout)
+		if err := diff.RenderServing(stdout, changes, driftModes(cfg), "make generate"); err != nil {
+			fmt.Fprintf(stderr, "kiln-gen diff: %v\n", err)
+			return exitFail
+		}
 		fmt.Fprintf(stdout, "\nRun `make generate` to record these changes, then review the manifests/ diff.\n")
 		return exitFail
 	}
@@ -70,4 +76,19 @@ func answered(live []*manifest.Manifest, name string) bool {
 		}
 	}
 	return false
+}
+
+// driftModes reads each backend's drift mode from the config, and which
+// key sets it.
+func driftModes(cfg *config.Config) diff.Mode {
+	return func(name string) (string, string) {
+		mode, explicit := cfg.DriftMode(name)
+		source := "the default"
+		if b, ok := cfg.Backend(name); ok && b.Drift != "" {
+			source = "backends." + name + ".drift"
+		} else if explicit {
+			source = "gateway.drift"
+		}
+		return string(mode), source
+	}
 }
