@@ -380,3 +380,115 @@ policies:
 		t.Errorf("get-sum: %v %s", r.IsError, r.Text())
 	}
 }
+
+// profileRules: two profiles, composed with policies (a tool must be in
+// the profile and allowed by the rules).
+const profileRules = `
+profiles:
+  echo:
+    tools: ["everything.echo", "everything.get-sum"]
+    expose: direct
+  files:
+    tools: ["filesystem.read_*"]
+policies:
+  - name: admins
+    match: {kind: jwt, claims: {scope: admin}}
+    allow: ["*"]
+  - name: ci
+    match: {kind: jwt, claims: {groups: [ci]}}
+    allow: ["everything.echo", "filesystem.*"]
+  - name: me
+    match: {kind: local}
+    allow: ["*"]
+`
+
+func TestProfilesHTTP(t *testing.T) {
+	is := newIssuer(t)
+	cfg := withPolicies(t, peerConfig(t, peerOptions{Gateway: is.gatewayAuth()}), profileRules)
+	base := startHTTP(t, "--config", cfg)
+	ciTok := is.token(t, "ci-bot", map[string]any{"groups": []string{"ci"}})
+	adminTok := is.token(t, "root", map[string]any{"scope": "admin"})
+
+	at := func(t *testing.T, path, token string) session {
+		c, err := mcpclient.NewStreamableHttpClient(base+path, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return startMCPGo(t, c)
+	}
+	ci := at(t, "/mcp/echo", ciTok)
+	names, err := ci.ListTools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(names, []string{"everything__echo"}) {
+		t.Errorf("ci at /mcp/echo lists %v, want only everything__echo (get-sum is in the profile, not in ci's rules)", names)
+	}
+	admin := connectSDK(t, &sdk.StreamableClientTransport{Endpoint: base + "/mcp/echo", HTTPClient: &http.Client{Transport: bearer{adminTok}}})
+	names, err = admin.ListTools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"everything__echo", "everything__get-sum"}) {
+		t.Errorf("admin at /mcp/echo lists %v, want the profile's two tools", names)
+	}
+	if r := callReady(t, admin, "filesystem__read_text_file", map[string]any{"path": "x"}); !r.IsError {
+		t.Errorf("a tool outside the profile ran: %s", r.Text())
+	}
+
+	files := at(t, "/mcp/files", adminTok)
+	got := listed(t, files)
+	if len(got) == 0 {
+		t.Fatal("the files profile lists nothing")
+	}
+	for _, id := range got {
+		if !strings.HasPrefix(id, "filesystem.read_") {
+			t.Errorf("the files profile lists %s", id)
+		}
+	}
+	if r := callReady(t, files, "search_tools", map[string]any{"task_description": "add two numbers", "limit": 20}); strings.Contains(r.Text(), "everything.") {
+		t.Errorf("the files profile's search shows another backend's tool: %s", r.Text())
+	}
+	for _, code := range []string{
+		`{"tool": "everything.echo", "arguments": {"message": "x"}}`,
+		`const r = await __kiln_call("everything", "echo", {message: "x"}); return r;`,
+	} {
+		if r := chain(t, files, code); !r.IsError || !strings.Contains(r.Text(), "not served here (profile files)") {
+			t.Errorf("%s through the files profile: %v %s", code, r.IsError, r.Text())
+		}
+	}
+	if r := chain(t, files, `typeof everything === "undefined" || Object.keys(everything).length === 0`); r.Text() != "true" {
+		t.Errorf("a program in the files profile still sees everything's tools: %s", r.Text())
+	}
+
+	// Legacy SSE at /sse/files.
+	c, err := mcpclient.NewSSEMCPClient(base+"/sse/files", transport.WithHeaders(map[string]string{"Authorization": "Bearer " + adminTok}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sse := startMCPGo(t, c)
+	if got := listed(t, sse); !slices.Equal(got, listed(t, files)) {
+		t.Errorf("/sse/files lists %v", got)
+	}
+	// The gateway's own endpoint is unchanged.
+	if all := listed(t, at(t, "/mcp", adminTok)); !slices.Contains(all, "memory.create_entities") {
+		t.Errorf("/mcp lost tools: %v", all)
+	}
+}
+
+func TestProfilesStdio(t *testing.T) {
+	cfg := withPolicies(t, peerConfig(t, peerOptions{}), profileRules)
+	s := newMCPGoStdio(t, "--config", cfg, "--profile", "echo")
+	names, err := s.ListTools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"everything__echo", "everything__get-sum"}) {
+		t.Errorf("kiln serve --profile echo lists %v", names)
+	}
+	if r := callReady(t, s, "everything__get-sum", map[string]any{"a": 1, "b": 2}); r.IsError || !strings.Contains(r.Text(), "3") {
+		t.Errorf("get-sum: %v %s", r.IsError, r.Text())
+	}
+}

@@ -59,6 +59,8 @@ type Config struct {
 	// Policies are the rules of who may use which tool, in file order;
 	// none allows everything (runtime/policy).
 	Policies []Policy
+	// Profiles are the gateway's views at /mcp/NAME, in file order.
+	Profiles []Profile
 }
 
 // Gateway holds settings of kiln itself. Each field's YAML key, default

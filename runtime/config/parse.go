@@ -22,6 +22,7 @@ type document struct {
 	lists    map[string]entry
 	backends []*rawBackend // in file order
 	policies []Policy      // in file order
+	profiles []Profile     // in file order
 }
 
 // rawBackend is one backend's settings as written.
@@ -68,6 +69,8 @@ func parse(data []byte, ps *problems) *document {
 			d.backends = pr.backends(e)
 		case "policies":
 			d.policies = pr.policies(e)
+		case "profiles":
+			d.profiles = pr.profiles(e)
 		default:
 			pr.unknown(e.key, "", topKeys)
 		}

@@ -60,6 +60,9 @@ func (g *Guard) Set() *Set { return g.set.Load() }
 // Allows reports whether ctx's identity may use t under the rules in
 // force: the listings' check.
 func (g *Guard) Allows(ctx context.Context, t Tool) bool {
+	if p := ProfileFrom(ctx); p != nil && !p.Serves(t) {
+		return false
+	}
 	s := g.set.Load()
 	if !s.Active() {
 		return true
@@ -72,18 +75,22 @@ func (g *Guard) Allows(ctx context.Context, t Tool) bool {
 // is over its limits (CodeRateLimited), and passes the rest to next.
 func (g *Guard) CallTool(ctx context.Context, backend, tool string, args json.RawMessage) (*toolcall.Result, error) {
 	s := g.set.Load()
-	if s == nil {
+	prof := ProfileFrom(ctx)
+	if s == nil && prof == nil {
 		return g.next.CallTool(ctx, backend, tool, args)
 	}
 	id, _ := toolcall.IdentityFrom(ctx)
-	if s.Active() {
+	if s.Active() || prof != nil {
 		t, ok := g.resolve(backend, tool)
 		if !ok {
 			// The dispatcher may still find it once its backend has
 			// listed; the name alone decides meanwhile.
 			t = Tool{Backend: backend, Name: tool, Unlisted: true}
 		}
-		if !s.Allows(id, t) {
+		if prof != nil && !prof.Serves(t) {
+			return nil, outOfProfile(prof, t.Backend, t.Name)
+		}
+		if s.Active() && !s.Allows(id, t) {
 			return nil, Denied(t.Backend, t.Name)
 		}
 	}

@@ -264,11 +264,15 @@ func toMCP(r *toolcall.Result) (*mcp.CallToolResult, error) {
 
 // Handler serves streamable HTTP at /mcp and legacy SSE at /sse and
 // /message.
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.HandlerAt("/mcp", "/sse", "/message") }
+
+// HandlerAt serves streamable HTTP at mcpPath and legacy SSE at ssePath
+// (posting to messagePath): a profile's server is mounted at /mcp/NAME.
+func (s *Server) HandlerAt(mcpPath, ssePath, messagePath string) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.cancels(checkedHTTP(notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp"))))))
-	sse := server.NewSSEServer(s.mcp, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"))
-	mux.Handle("/sse", sse.SSEHandler())
-	mux.Handle("/message", s.cancels(checkedHTTP(sse.MessageHandler())))
+	mux.Handle(mcpPath, s.cancels(checkedHTTP(notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath(mcpPath))))))
+	sse := server.NewSSEServer(s.mcp, server.WithSSEEndpoint(ssePath), server.WithMessageEndpoint(messagePath))
+	mux.Handle(ssePath, sse.SSEHandler())
+	mux.Handle(messagePath, s.cancels(checkedHTTP(sse.MessageHandler())))
 	return mux
 }

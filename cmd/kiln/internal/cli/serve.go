@@ -50,6 +50,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://ADDR/mcp and SSE at /sse instead of stdio (e.g. 127.0.0.1:8080)")
 	asDaemon := fs.Bool("daemon", false, "serve kiln connect clients on a private unix socket instead of stdio (kiln connect starts it)")
 	idle := fs.Duration("idle", daemon.DefaultIdle, "with --daemon: exit after this long with no client connected")
+	profileName := fs.String("profile", "", "over stdio: serve only profiles.NAME of the config (over HTTP every profile is at /mcp/NAME)")
 	if fs.Parse(args) != nil {
 		return exitUsage
 	}
@@ -74,6 +75,15 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	cfg, err := loadServeConfig(*cfgPath)
 	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitUsage
+	}
+	if *profileName != "" && (*httpAddr != "" || *asDaemon) {
+		fmt.Fprintf(stderr, "kiln: --profile is for stdio; over HTTP every profile is served at /mcp/NAME and /sse/NAME\n")
+		return exitUsage
+	}
+	if _, ok := cfg.Profile(*profileName); *profileName != "" && !ok {
+		_, err := stdioProfile(cfg, nil, *profileName)
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitUsage
 	}
@@ -163,6 +173,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// The server is built last; backends may ask for roots and the catalog
 	// may announce changes before it exists.
 	var srvRef atomic.Pointer[server.Server]
+	var profRef atomic.Pointer[map[string]*profileView]
 	refresh := func(name string) {
 		// connect_timeout applies on reload: read the config as it is now.
 		ctx, cancel := context.WithTimeout(ctx, op.cfg.Load().Gateway.ConnectTimeout)
@@ -208,6 +219,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			if srv := srvRef.Load(); srv != nil {
 				srv.SyncTools()
 			}
+			if views := profRef.Load(); views != nil {
+				syncProfiles(*views)
+			}
 		}})
 	// Backends outlive the drain until the front door has shut down
 	// (disp.Close, deferred): a request that reached kiln just before it
@@ -249,7 +263,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			op.health.Broken("sandbox: " + err.Error() + "; call_tool_chain programs fail until this is fixed (see kiln's log)")
 		}
 	}()
-	srv := server.New(server.Options{
+	opts := server.Options{
 		Name:         cfg.Gateway.Name,
 		Version:      version.String(),
 		Config:       cfg,
@@ -284,9 +298,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			},
 		}),
 		Passthrough: disp,
-	})
+	}
+	srv := server.New(opts)
+	views := newProfileViews(cfg, opts)
 	srvRef.Store(srv)
+	profRef.Store(&views)
 	srv.SyncTools() // changes that landed while the server was built
+	syncProfiles(views)
 	hub.attach(ctx, srv, disp)
 	op.health.Ready()
 	if dmn != nil {
@@ -298,6 +316,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		oneClientProcs()
 		// Every call of this session runs for the user running kiln.
 		local := toolcall.WithIdentity(ctx, daemon.LocalUser(os.Getuid()))
+		if *profileName != "" {
+			v, _ := stdioProfile(cfg, views, *profileName) // checked above
+			srv, local = v.srv, policy.WithProfile(local, v.p)
+			hub.attach(ctx, srv, disp) // the backends' notifications go to the profile's client
+		}
 		if err := srv.ServeStdio(local, in, out); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)
 			return exitFail
@@ -305,7 +328,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitOK
 	}
 	front.open = op.frontRoutes
-	return front.serve(ctx, srv.Handler(), stderr)
+	return front.serve(ctx, profileRoutes(srv.Handler(), views), stderr)
 }
 
 // loadServeConfig picks the config: an explicit path, $KILN_CONFIG,
