@@ -390,6 +390,10 @@ profiles:
     expose: direct
   files:
     tools: ["filesystem.read_*"]
+  pinned:
+    tools: ["everything.*"]
+    expose: hybrid
+    pin: ["everything.echo"]
 policies:
   - name: admins
     match: {kind: jwt, claims: {scope: admin}}
@@ -471,6 +475,14 @@ func TestProfilesHTTP(t *testing.T) {
 	if got := listed(t, sse); !slices.Equal(got, listed(t, files)) {
 		t.Errorf("/sse/files lists %v", got)
 	}
+	// A hybrid profile lists the meta-tools and its pin.
+	pinned, err := at(t, "/mcp/pinned", adminTok).ListTools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(slices.Clone(metaTools), "everything__echo"); !slices.Equal(sorted(pinned), sorted(want)) {
+		t.Errorf("/mcp/pinned lists %v, want %v", pinned, want)
+	}
 	// The gateway's own endpoint is unchanged.
 	if all := listed(t, at(t, "/mcp", adminTok)); !slices.Contains(all, "memory.create_entities") {
 		t.Errorf("/mcp lost tools: %v", all)
@@ -491,4 +503,10 @@ func TestProfilesStdio(t *testing.T) {
 	if r := callReady(t, s, "everything__get-sum", map[string]any{"a": 1, "b": 2}); r.IsError || !strings.Contains(r.Text(), "3") {
 		t.Errorf("get-sum: %v %s", r.IsError, r.Text())
 	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }
