@@ -379,6 +379,28 @@ policies:
 	if r := chain(t, s, `{"tool": "everything.get-sum", "arguments": {"a": 1, "b": 2}}`); !r.IsError || !strings.Contains(r.Text(), denied) {
 		t.Errorf("get-sum: %v %s", r.IsError, r.Text())
 	}
+	// A reload applies new rules to the next call of the same session.
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(b), `allow: ["everything.echo"]`, `allow: ["everything.echo", "everything.get-sum"]`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := chain(t, s, `{"tool": "everything.get-sum", "arguments": {"a": 1, "b": 2}}`)
+		if !r.IsError {
+			break
+		}
+		if !strings.Contains(r.Text(), denied) || time.Now().After(deadline) {
+			t.Fatalf("after the reload allowing it, get-sum: %s", r.Text())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := listed(t, s); !slices.Equal(got, []string{"everything.echo", "everything.get-sum"}) {
+		t.Errorf("listing after the reload: %v", got)
+	}
 }
 
 // profileRules: two profiles, composed with policies (a tool must be in
