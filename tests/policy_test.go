@@ -22,6 +22,7 @@ import (
 
 	mcpclient "github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -91,7 +92,8 @@ policies:
     deny: ["*"]
   - name: ci
     match: {kind: jwt, claims: {groups: [ci]}}
-    allow: ["everything.echo", "everything.trigger-long-running-operation", "filesystem.*"]
+    allow: ["everything.echo", "everything.trigger-long-running-operation", "filesystem.*",
+            "resource:demo://resource/static/document/*", "prompt:everything.simple-prompt"]
   - name: limited
     match: {kind: jwt, subject: limited}
     allow: ["everything.*"]
@@ -321,6 +323,103 @@ func TestPolicyHTTP(t *testing.T) {
 			t.Errorf("flight: %d ran, %d refused; want 1 and 3", ok, refused)
 		}
 	})
+}
+
+// TestPolicyResourcesAndPrompts: a backend's resources and prompts are
+// listed and served only as the rules' resource: and prompt: globs allow.
+func TestPolicyResourcesAndPrompts(t *testing.T) {
+	is := newIssuer(t)
+	cfg := withPolicies(t, peerConfig(t, peerOptions{OnlyEverything: true, Gateway: is.gatewayAuth()}), policyRules)
+	base := startHTTP(t, "--config", cfg)
+	client := func(token string) *mcpclient.Client {
+		c, err := mcpclient.NewStreamableHttpClient(base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		startMCPGo(t, c)
+		return c
+	}
+	ci := client(is.token(t, "ci-bot", map[string]any{"groups": []string{"ci"}}))
+	admin := client(is.token(t, "root", map[string]any{"scope": "admin"}))
+	uris := func(c *mcpclient.Client) []string {
+		var out []string
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			res, err := c.ListResources(t.Context(), mcpgo.ListResourcesRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = out[:0]
+			for _, r := range res.Resources {
+				if strings.HasPrefix(r.URI, "demo://") {
+					out = append(out, r.URI)
+				}
+			}
+			if len(out) > 0 || time.Now().After(deadline) {
+				return out
+			}
+			time.Sleep(200 * time.Millisecond) // the backend is still connecting
+		}
+	}
+	all := uris(admin)
+	got := uris(ci)
+	if len(got) == 0 || len(got) != len(all) {
+		t.Errorf("ci lists %d demo resources, admin %d: the static documents are allowed to both", len(got), len(all))
+	}
+	for _, u := range got {
+		if !strings.HasPrefix(u, "demo://resource/static/document/") {
+			t.Errorf("ci lists %s", u)
+		}
+	}
+	if _, err := ci.ReadResource(t.Context(), mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: got[0]}}); err != nil {
+		t.Errorf("ci reads %s: %v", got[0], err)
+	}
+	templates := func(c *mcpclient.Client) (out []string) {
+		res, err := c.ListResourceTemplates(t.Context(), mcpgo.ListResourceTemplatesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range res.ResourceTemplates {
+			if raw := tp.URITemplate.Raw(); strings.HasPrefix(raw, "demo://") {
+				out = append(out, raw)
+			}
+		}
+		return out
+	}
+	if ct, at := templates(ci), templates(admin); len(ct) != 0 || len(at) == 0 {
+		t.Errorf("resource templates: ci %v (want none), admin %v", ct, at)
+	}
+	// An expansion of a template no rule allows ci.
+	other := "demo://resource/dynamic/text/1"
+	if _, err := ci.ReadResource(t.Context(), mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: other}}); err == nil {
+		t.Errorf("ci read %s, which no rule allows it", other)
+	}
+	if _, err := admin.ReadResource(t.Context(), mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: other}}); err != nil {
+		t.Errorf("admin reads %s: %v", other, err)
+	}
+	prompts := func(c *mcpclient.Client) []string {
+		res, err := c.ListPrompts(t.Context(), mcpgo.ListPromptsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range res.Prompts {
+			if strings.HasPrefix(p.Name, "everything") {
+				out = append(out, p.Name)
+			}
+		}
+		return out
+	}
+	ciPrompts, adminPrompts := prompts(ci), prompts(admin)
+	if len(ciPrompts) != 1 || !strings.Contains(ciPrompts[0], "simple-prompt") || len(adminPrompts) < 2 {
+		t.Errorf("prompts: ci %v, admin %v", ciPrompts, adminPrompts)
+	}
+	for _, name := range adminPrompts {
+		_, err := ci.GetPrompt(t.Context(), mcpgo.GetPromptRequest{Params: mcpgo.GetPromptParams{Name: name, Arguments: map[string]string{"city": "x", "state": "y", "resourceType": "Text", "resourceId": "1"}}})
+		if allowed := strings.Contains(name, "simple-prompt"); allowed != (err == nil) {
+			t.Errorf("ci gets prompt %s: %v", name, err)
+		}
+	}
 }
 
 func TestPolicyDirect(t *testing.T) {

@@ -71,6 +71,17 @@ func (g *Guard) Allows(ctx context.Context, t Tool) bool {
 	return s.Allows(id, t)
 }
 
+// AllowsKey reports whether ctx's identity may use a backend resource or
+// prompt (ResourceKey, PromptKey).
+func (g *Guard) AllowsKey(ctx context.Context, key string) bool {
+	s := g.set.Load()
+	if !s.Active() {
+		return true
+	}
+	id, _ := toolcall.IdentityFrom(ctx)
+	return s.AllowsKey(id, key)
+}
+
 // CallTool refuses a call ctx's identity may not make (CodeDenied) or that
 // is over its limits (CodeRateLimited), and passes the rest to next.
 func (g *Guard) CallTool(ctx context.Context, backend, tool string, args json.RawMessage) (*toolcall.Result, error) {

@@ -308,3 +308,31 @@ func (s *Set) limitsFor(id toolcall.Identity) (config.Policy, bool) {
 
 // LimitsFor returns the rule that gives id its limits, for explain.
 func (s *Set) LimitsFor(id toolcall.Identity) (config.Policy, bool) { return s.limitsFor(id) }
+
+// ResourceKey and PromptKey are how rules' globs name a backend resource
+// (by URI or URI template) and a backend prompt: "resource:URI" and
+// "prompt:backend.name", so "*" covers them and "github.*" does not.
+func ResourceKey(uri string) string         { return "resource:" + uri }
+func PromptKey(backend, name string) string { return "prompt:" + backend + "." + name }
+
+// AllowsKey reports whether id may use the resource or prompt key names
+// (ResourceKey, PromptKey). Rules with an annotations condition are about
+// tools and never decide one.
+func (s *Set) AllowsKey(id toolcall.Identity, key string) bool {
+	if !s.Active() {
+		return true
+	}
+	for i := range s.rules {
+		r := &s.rules[i]
+		if len(r.ann) > 0 || len(r.allow) == 0 && len(r.deny) == 0 || !r.selects(id) {
+			continue
+		}
+		if _, ok := r.deny.first(key); ok {
+			return false
+		}
+		if _, ok := r.allow.first(key); ok {
+			return true
+		}
+	}
+	return false
+}

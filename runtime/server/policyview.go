@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kilnmcp/kiln/runtime/policy"
 	"github.com/kilnmcp/kiln/runtime/registry"
@@ -14,6 +17,9 @@ import (
 // hit, tool_info or kiln://tool answer names it.
 type Policy interface {
 	Allows(ctx context.Context, t policy.Tool) bool
+	// AllowsKey decides a backend resource or prompt
+	// (policy.ResourceKey, policy.PromptKey).
+	AllowsKey(ctx context.Context, key string) bool
 }
 
 // visible reports whether ctx's identity may see t.
@@ -68,4 +74,56 @@ func (s *Server) boostFor(ctx context.Context) func(id string) float64 {
 		}
 		return 1
 	}
+}
+
+// allowsKey reports whether ctx's identity may use a backend resource or
+// prompt; kiln's own are not the policy's.
+func (s *Server) allowsKey(ctx context.Context, key string) bool {
+	return s.opts.Policy == nil || s.opts.Policy.AllowsKey(ctx, key)
+}
+
+// filterResources, filterTemplates and filterPrompts drop from the
+// listings the backends' resources, templates and prompts ctx's identity
+// may not use.
+func (s *Server) filterResources(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+	if s.opts.Policy == nil || res == nil || s.pass == nil {
+		return
+	}
+	kept := make([]mcp.Resource, 0, len(res.Resources))
+	for _, r := range res.Resources {
+		if _, backend := s.pass.owner(r.URI); !backend || s.allowsKey(ctx, policy.ResourceKey(r.URI)) {
+			kept = append(kept, r)
+		}
+	}
+	res.Resources = kept
+}
+
+func (s *Server) filterTemplates(ctx context.Context, _ any, _ *mcp.ListResourceTemplatesRequest, res *mcp.ListResourceTemplatesResult) {
+	if s.opts.Policy == nil || res == nil || s.pass == nil {
+		return
+	}
+	kept := make([]mcp.ResourceTemplate, 0, len(res.ResourceTemplates))
+	for _, t := range res.ResourceTemplates {
+		raw := ""
+		if t.URITemplate != nil {
+			raw = t.URITemplate.Raw()
+		}
+		if strings.HasPrefix(raw, "kiln://") || s.allowsKey(ctx, policy.ResourceKey(raw)) {
+			kept = append(kept, t)
+		}
+	}
+	res.ResourceTemplates = kept
+}
+
+func (s *Server) filterPrompts(ctx context.Context, _ any, _ *mcp.ListPromptsRequest, res *mcp.ListPromptsResult) {
+	if s.opts.Policy == nil || res == nil || s.pass == nil {
+		return
+	}
+	kept := make([]mcp.Prompt, 0, len(res.Prompts))
+	for _, p := range res.Prompts {
+		if ref, backend := s.pass.promptOf(p.Name); !backend || s.allowsKey(ctx, policy.PromptKey(ref.backend, ref.name)) {
+			kept = append(kept, p)
+		}
+	}
+	res.Prompts = kept
 }

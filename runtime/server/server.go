@@ -155,6 +155,9 @@ func New(opts Options) *Server {
 	s.clientHooks(s.hooks)
 	s.sessionHooks(s.hooks)
 	s.hooks.AddAfterListTools(s.filterListed)
+	s.hooks.AddAfterListResources(s.filterResources)
+	s.hooks.AddAfterListResourceTemplates(s.filterTemplates)
+	s.hooks.AddAfterListPrompts(s.filterPrompts)
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		// Only direct and hybrid lists change at run time.
 		server.WithToolCapabilities(s.exp != nil),
