@@ -14,6 +14,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
+	"github.com/kilnmcp/kiln/runtime/policy"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
@@ -68,6 +69,17 @@ type Options struct {
 	// OnTier, when set, is told which tier runs a request before it runs;
 	// the context it returns carries the calls (telemetry's tier span).
 	OnTier func(ctx context.Context, tier Tier) (context.Context, func())
+	// Policy, when set, says which tools a request's identity may use: a
+	// program's bound backend objects, __interfaces and
+	// __getToolInterface lose the others (hidden). The calls are refused
+	// by Caller, a *policy.Guard, whatever a program does.
+	Policy Policy
+}
+
+// Policy decides which tools a request's identity may use; *policy.Guard
+// is one.
+type Policy interface {
+	Allows(ctx context.Context, t policy.Tool) bool
 }
 
 // Catalog is where the engine finds the sandbox bridge; *catalog.Catalog
@@ -89,6 +101,9 @@ type bridging struct {
 	// did. extraBindings is what it binds, for the sandbox's error hints.
 	extraPreamble string
 	extraBindings []bridge.Binding
+	// table names the bound identifiers, for hiding the tools a
+	// request's identity may not use (hidden); nil without a catalog.
+	table *bridge.Table
 }
 
 func (e *Engine) bridging() bridging {
@@ -96,7 +111,7 @@ func (e *Engine) bridging() bridging {
 		return bridging{}
 	}
 	v := e.opts.Catalog.View()
-	br := bridging{backends: v.Bridge, extraPreamble: v.Extra}
+	br := bridging{backends: v.Bridge, extraPreamble: v.Extra, table: v.Table}
 	if v.Table != nil {
 		br.resolver = v.Table
 		if v.Extra != "" {
@@ -285,4 +300,27 @@ func tag(r *toolcall.Result, tier Tier) *toolcall.Result {
 	raw, _ := json.Marshal(meta)
 	out.Meta = raw
 	return &out
+}
+
+// hidden is the script that removes from a program's bindings the tools
+// ctx's identity may not use, or "" when it may use them all.
+func (e *Engine) hidden(ctx context.Context, br bridging) string {
+	if e.opts.Policy == nil || br.table == nil {
+		return ""
+	}
+	var denied map[string][]string
+	for _, b := range br.backends {
+		for _, t := range b.Tools {
+			if !e.opts.Policy.Allows(ctx, policy.Tool{Backend: b.Name, Name: t.Name, Annotations: t.Annotations}) {
+				if denied == nil {
+					denied = map[string][]string{}
+				}
+				denied[b.Name] = append(denied[b.Name], t.Name)
+			}
+		}
+	}
+	if denied == nil {
+		return ""
+	}
+	return br.table.Hide(denied)
 }

@@ -69,7 +69,11 @@ func (e *Engine) program(ctx context.Context, code string, timeout time.Duration
 	if e.opts.Sandbox == nil {
 		return toolcall.Errorf("call_tool_chain: TypeScript is not available in this build; send a JSON call {\"tool\": \"backend.tool\", \"arguments\": {…}}")
 	}
-	out, err := e.opts.Sandbox.Run(ctx, code, sandbox.RunOptions{Timeout: timeout, ExtraPreamble: br.extraPreamble, ExtraBindings: br.extraBindings})
+	extra := br.extraPreamble
+	if hide := e.hidden(ctx, br); hide != "" {
+		extra += "\n" + hide
+	}
+	out, err := e.opts.Sandbox.Run(ctx, code, sandbox.RunOptions{Timeout: timeout, ExtraPreamble: extra, ExtraBindings: br.extraBindings})
 	if err != nil {
 		if errors.Is(err, sandbox.ErrBusy) {
 			return toolcall.Errorf("call_tool_chain: the sandbox is busy with other runs; retry in a moment, or send a single call as JSON, which does not need the sandbox")

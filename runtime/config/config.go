@@ -56,6 +56,11 @@ type Config struct {
 	FromFile bool
 	Gateway  Gateway
 	Backends []Backend // sorted by Name
+	// Policies are the rules of who may use which tool, in file order;
+	// none allows everything (runtime/policy).
+	Policies []Policy
+	// Profiles are the gateway's views at /mcp/NAME, in file order.
+	Profiles []Profile
 }
 
 // Gateway holds settings of kiln itself. Each field's YAML key, default

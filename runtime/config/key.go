@@ -25,6 +25,8 @@ const (
 	kindSection                 // a mapping of further keys
 	kindVersion                 // the top-level version
 	kindBackends                // the top-level backends mapping
+	kindPolicies                // the top-level policies list (policy.go)
+	kindProfiles                // the top-level profiles mapping (profile.go)
 )
 
 // reload says what a running kiln does when a reload changes a key.
@@ -73,7 +75,7 @@ type key struct {
 // viper and overridable by a KILN_… variable.
 func (k key) isScalar() bool {
 	switch k.kind {
-	case kindList, kindMap, kindSection, kindVersion, kindBackends, kindSecret:
+	case kindList, kindMap, kindSection, kindVersion, kindBackends, kindPolicies, kindProfiles, kindSecret:
 		return false
 	}
 	return true

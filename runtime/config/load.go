@@ -118,7 +118,8 @@ func LoadBytesWith(data []byte, label, dir string, opts LoadOptions) (*Config, e
 		return nil, joinProblems(dotenv, ps)
 	}
 	b := &builder{checker: checker{p: ps, env: env}, l: layer(d, env), lists: d.lists, dir: dir}
-	cfg := &Config{Version: Version, Path: label, Dir: dir, Gateway: b.gateway()}
+	cfg := &Config{Version: Version, Path: label, Dir: dir, Gateway: b.gateway(), Policies: d.policies}
+	cfg.Profiles = b.finishProfiles(d.profiles, cfg.Gateway)
 	for _, rb := range d.backends {
 		cfg.Backends = append(cfg.Backends, b.backend(rb, cfg.Gateway))
 	}

@@ -387,7 +387,7 @@ func TestLoadBytesEmbedded(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	_, err = LoadBytes([]byte("version: 1\nbogus: 1\n"), "embedded kiln.yaml", dir)
-	if want := "embedded kiln.yaml:2: bogus: unknown key; the keys here are version, gateway or backends"; err == nil || err.Error() != want {
+	if want := "embedded kiln.yaml:2: bogus: unknown key; the keys here are version, gateway, backends, profiles or policies"; err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %q", err, want)
 	}
 }

@@ -21,6 +21,8 @@ type document struct {
 	// lists maps a key path of sectionListKeys to its entry.
 	lists    map[string]entry
 	backends []*rawBackend // in file order
+	policies []Policy      // in file order
+	profiles []Profile     // in file order
 }
 
 // rawBackend is one backend's settings as written.
@@ -65,6 +67,10 @@ func parse(data []byte, ps *problems) *document {
 			pr.section(e, "gateway", d)
 		case "backends":
 			d.backends = pr.backends(e)
+		case "policies":
+			d.policies = pr.policies(e)
+		case "profiles":
+			d.profiles = pr.profiles(e)
 		default:
 			pr.unknown(e.key, "", topKeys)
 		}

@@ -237,7 +237,7 @@ func (d *server) handle(ctx context.Context, c net.Conn) {
 		d.sessions++
 		d.mu.Unlock()
 		d.log.Info("client session opened", "sessions", open+1)
-		if err := d.o.Session(ctx, r, c); err != nil {
+		if err := d.o.Session(withPeer(ctx, c), r, c); err != nil {
 			d.log.Warn("client session ended with an error", "err", err)
 		}
 		d.mu.Lock()

@@ -5,6 +5,9 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
 // maxTokenLen bounds the work one Authorization header can cause; real
@@ -55,8 +58,8 @@ func isToken68(s string) bool {
 // authenticate checks r's bearer token, writing the 401 itself on failure.
 // On success it removes the Authorization header so the token never reaches
 // handlers, logs or backends (MCP forbids token passthrough), and returns
-// the JWT's subject, or "" for the static token.
-func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request) (sub string, ok bool) {
+// who called: a JWT's subject and claims, or the static token's holder.
+func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request) (id toolcall.Identity, ok bool) {
 	token, present, ok := parseBearer(r.Header.Values("Authorization"))
 	reason := "no bearer token"
 	switch {
@@ -65,25 +68,25 @@ func (g *Guard) authenticate(w http.ResponseWriter, r *http.Request) (sub string
 	case ok:
 		if g.tokenMatches(token) {
 			r.Header.Del("Authorization")
-			return "", true
+			return toolcall.Identity{Kind: config.KindToken}, true
 		}
 		reason = "token does not match gateway.http.auth_token"
 		if g.tokenHash == nil {
 			reason = "token is not a JWT"
 		}
 		if g.jwt != nil && strings.Count(token, ".") == 2 {
-			sub, err := g.jwt.verify(r.Context(), token, g.audiences(r))
+			sub, claims, err := g.jwt.verify(r.Context(), token, g.audiences(r))
 			if err == nil {
 				g.log.Debug("http request authenticated", "sub", sub, "remote", r.RemoteAddr)
 				r.Header.Del("Authorization")
-				return sub, true
+				return toolcall.Identity{Kind: config.KindJWT, Subject: sub, Claims: claims}, true
 			}
 			reason = "jwt: " + err.Error()
 		}
 	}
 	g.log.Debug("http request unauthorized", "reason", reason, "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 	g.unauthorized(w, r, present)
-	return "", false
+	return toolcall.Identity{}, false
 }
 
 // tokenMatches compares digests so neither the content nor the length of

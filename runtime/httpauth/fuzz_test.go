@@ -64,7 +64,7 @@ func FuzzJWT(f *testing.F) {
 	v := &jwtVerifier{issuer: issuer, keys: ks, now: now}
 	f.Fuzz(func(t *testing.T, s string) {
 		_, _ = parseJWT(s)
-		if _, err := v.verify(t.Context(), s, []string{"http://127.0.0.1:8080"}); err == nil && !slices.Contains(valid, s) {
+		if _, _, err := v.verify(t.Context(), s, []string{"http://127.0.0.1:8080"}); err == nil && !slices.Contains(valid, s) {
 			t.Fatalf("accepted forged token %q", s)
 		}
 	})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
 // ErrAuthRequired is returned by New when the listener is not loopback and
@@ -188,15 +189,24 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 		return
 	}
 	identity := "addr " + clientIP(r)
+	who := toolcall.Identity{Kind: config.KindAddr, Subject: clientIP(r)}
 	if g.auth {
-		sub, ok := g.authenticate(w, r)
+		id, ok := g.authenticate(w, r)
 		if !ok {
 			return
 		}
-		if sub != "" {
-			identity = "sub " + sub
+		if id.Kind == config.KindJWT {
+			identity = "sub " + id.Subject
+			who = id
+		} else {
+			// Everyone holding the static token is one principal; the
+			// address still tells sessions apart (identityOf).
+			who = toolcall.Identity{Kind: config.KindToken}
 		}
 	}
+	// Every call of the request runs for who: the policy, limits and
+	// audit log read it from the context (toolcall.IdentityFrom).
+	r = r.WithContext(toolcall.WithIdentity(r.Context(), who))
 	g.limitAndServe(w, r, h, identity)
 }
 

@@ -54,6 +54,9 @@ type token struct {
 		Exp *float64 `json:"exp"`
 		Nbf *float64 `json:"nbf"`
 	}
+	// all is every claim of the payload, for the identity policies match
+	// (groups, scope, ...).
+	all    map[string]any
 	signed []byte // header.payload, the signing input
 	sig    []byte
 }
@@ -102,52 +105,55 @@ func parseJWT(s string) (*token, error) {
 	if err := json.Unmarshal(pb, &t.claims); err != nil {
 		return nil, fmt.Errorf("%w: claims: %w", errMalformed, err)
 	}
+	if err := json.Unmarshal(pb, &t.all); err != nil {
+		return nil, fmt.Errorf("%w: claims: %w", errMalformed, err)
+	}
 	t.signed = []byte(s[:len(h)+1+len(p)])
 	t.sig = sb
 	return &t, nil
 }
 
 // verify checks signature, issuer, audience and times, returning the
-// subject. The alg allow-list comes first: "none" and the HMAC algs are
+// subject and every claim (verified with it). The alg allow-list comes first: "none" and the HMAC algs are
 // refused before any key is looked at, so a public JWKS key can never be
 // used as an HMAC secret.
-func (v *jwtVerifier) verify(ctx context.Context, s string, audiences []string) (string, error) {
+func (v *jwtVerifier) verify(ctx context.Context, s string, audiences []string) (string, map[string]any, error) {
 	t, err := parseJWT(s)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	alg := t.header.Alg
 	if alg != "RS256" && alg != "ES256" {
-		return "", fmt.Errorf("%w %q", errAlg, alg)
+		return "", nil, fmt.Errorf("%w %q", errAlg, alg)
 	}
 	if len(t.header.Crit) > 0 {
-		return "", fmt.Errorf("%w: crit header names extensions kiln does not implement", errMalformed)
+		return "", nil, fmt.Errorf("%w: crit header names extensions kiln does not implement", errMalformed)
 	}
 	keys, err := v.keys.lookup(ctx, t.header.Kid, alg)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if !slices.ContainsFunc(keys, func(k crypto.PublicKey) bool { return verifySig(alg, k, t.signed, t.sig) }) {
-		return "", errSignature
+		return "", nil, errSignature
 	}
 	c := &t.claims
 	if c.Iss != v.issuer {
-		return "", fmt.Errorf("%w %q", errIssuer, c.Iss)
+		return "", nil, fmt.Errorf("%w %q", errIssuer, c.Iss)
 	}
 	if !slices.ContainsFunc(c.Aud, func(a string) bool { return slices.Contains(audiences, a) }) {
-		return "", fmt.Errorf("%w %q, want one of %q", errAudience, []string(c.Aud), audiences)
+		return "", nil, fmt.Errorf("%w %q, want one of %q", errAudience, []string(c.Aud), audiences)
 	}
 	now := float64(v.now().Unix())
 	slack := leeway.Seconds()
 	switch {
 	case c.Exp == nil:
-		return "", fmt.Errorf("%w: no exp claim", errMalformed)
+		return "", nil, fmt.Errorf("%w: no exp claim", errMalformed)
 	case now > *c.Exp+slack:
-		return "", errExpired
+		return "", nil, errExpired
 	case c.Nbf != nil && now < *c.Nbf-slack:
-		return "", errNotYet
+		return "", nil, errNotYet
 	}
-	return c.Sub, nil
+	return c.Sub, t.all, nil
 }
 
 // verifySig checks sig over signed with k under alg.

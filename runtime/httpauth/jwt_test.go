@@ -219,7 +219,7 @@ func TestJWT(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := jwtGuard(t, srv, &clock{t0}, tt.audience)
 			tok := tt.token(t)
-			_, err := g.jwt.verify(t.Context(), tok, g.audiences(req("GET", "/mcp", "")))
+			_, _, err := g.jwt.verify(t.Context(), tok, g.audiences(req("GET", "/mcp", "")))
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 				t.Fatalf("verify: %v, want %v", err, tt.want)
 			}
@@ -267,7 +267,7 @@ func TestJWKSRefetch(t *testing.T) {
 	}
 	step := func(name, token string, wantErr error, wantFetches int64) {
 		t.Helper()
-		_, err := g.jwt.verify(t.Context(), token, aud)
+		_, _, err := g.jwt.verify(t.Context(), token, aud)
 		if !errors.Is(err, wantErr) || (wantErr == nil) != (err == nil) {
 			t.Errorf("%s: verify: %v, want %v", name, err, wantErr)
 		}
@@ -319,7 +319,7 @@ func TestJWKSFailure(t *testing.T) {
 	good := func() string {
 		return sign(t, map[string]any{"alg": "RS256", "kid": "r1"}, claims(func(m map[string]any) { m["exp"] = c.t.Unix() + 60 }), k.rsa)
 	}
-	if _, err := g.jwt.verify(t.Context(), good(), aud); err != nil {
+	if _, _, err := g.jwt.verify(t.Context(), good(), aud); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 	if n := len(g.jwt.keys.keys); n != 1 {
@@ -327,10 +327,10 @@ func TestJWKSFailure(t *testing.T) {
 	}
 	fail.Store(true)
 	c.t = c.t.Add(2 * time.Hour)
-	if _, err := g.jwt.verify(t.Context(), good(), aud); err != nil {
+	if _, _, err := g.jwt.verify(t.Context(), good(), aud); err != nil {
 		t.Errorf("verify with issuer down and stale cache: %v", err)
 	}
-	if _, err := g.jwt.verify(t.Context(), good(), aud); err != nil {
+	if _, _, err := g.jwt.verify(t.Context(), good(), aud); err != nil {
 		t.Errorf("verify again: %v", err)
 	}
 	if got := fetches.Load(); got != 2 {

@@ -2,6 +2,7 @@ package httpauth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -22,6 +24,12 @@ const (
 
 // mcpPath is the streamable HTTP endpoint (runtime/server registers it).
 const mcpPath = "/mcp"
+
+// under reports whether path is endpoint or a profile's endpoint under it
+// (/mcp/NAME, /sse/NAME).
+func under(path, endpoint string) bool {
+	return path == endpoint || strings.HasPrefix(path, endpoint+"/") && !strings.Contains(path[len(endpoint)+1:], "/")
+}
 
 // limitAndServe enforces the body and session rules around h for an
 // authenticated request from identity.
@@ -41,12 +49,12 @@ func (g *Guard) limitAndServe(w http.ResponseWriter, r *http.Request, h http.Han
 	}
 	sid := r.Header.Get(sessionHeader)
 	switch {
-	case r.Method == http.MethodGet && (r.URL.Path == ssePath || (r.URL.Path == mcpPath && sid == "")):
+	case r.Method == http.MethodGet && (under(r.URL.Path, ssePath) || (under(r.URL.Path, mcpPath) && sid == "")):
 		// A stream that is its own session.
 		g.serveStream(w, r, h, identity)
-	case r.URL.Path == mcpPath && r.Method == http.MethodPost && isInitialize(body):
+	case under(r.URL.Path, mcpPath) && r.Method == http.MethodPost && isInitialize(body):
 		g.serveInitialize(w, r, h, identity)
-	case r.URL.Path == mcpPath && sid != "":
+	case under(r.URL.Path, mcpPath) && sid != "":
 		g.serveOnSession(w, r, h, identity, sid)
 	default:
 		h.ServeHTTP(w, r)
@@ -122,7 +130,7 @@ func (g *Guard) serveInitialize(w http.ResponseWriter, r *http.Request, h http.H
 	rec := &recorder{ResponseWriter: w, onHeader: func(code int, hdr http.Header) {
 		if id := hdr.Get(sessionHeader); id != "" && code < 300 && !filled {
 			filled = true
-			g.sessions.fill(identity, id)
+			g.sessions.fill(identity, id, r.URL.Path)
 		}
 	}}
 	defer func() {
@@ -180,7 +188,7 @@ func (g *Guard) free(victims []victim) {
 			g.log.Debug("http session closed", "session", v.id, "reason", v.why)
 			continue
 		}
-		r, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, mcpPath, nil)
+		r, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, cmp.Or(v.path, mcpPath), nil)
 		if err != nil {
 			continue
 		}

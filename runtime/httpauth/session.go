@@ -45,6 +45,7 @@ const maxEnded = 4096
 
 type session struct {
 	id, owner string
+	path      string // the endpoint that opened it (/mcp or a profile's /mcp/NAME)
 	last      time.Time
 	stream    bool // the session is one open stream; it ends with it
 	// open holds a cancel per request in flight; eviction calls them. The
@@ -60,6 +61,7 @@ type session struct {
 // terminate it in the SDK.
 type victim struct {
 	id, why string
+	path    string
 	stream  bool
 	cancels []context.CancelFunc
 }
@@ -97,7 +99,7 @@ func (s *sessions) reserve(identity string) (victims []victim, ok bool) {
 
 // fill turns identity's reservation into session id (a no-op for an id
 // already known); drop gives the reservation back unused.
-func (s *sessions) fill(identity, id string) {
+func (s *sessions) fill(identity, id, path string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending--
@@ -106,7 +108,7 @@ func (s *sessions) fill(identity, id string) {
 		return
 	}
 	delete(s.ended, id)
-	s.byID[id] = &session{id: id, owner: identity, last: s.now(), open: map[uint64]context.CancelFunc{}}
+	s.byID[id] = &session{id: id, owner: identity, path: path, last: s.now(), open: map[uint64]context.CancelFunc{}}
 }
 
 func (s *sessions) drop(identity string) {
@@ -223,7 +225,7 @@ func (s *sessions) lruLocked(identity string) *session {
 }
 
 func (s *sessions) evictLocked(e *session, why string) victim {
-	v := victim{id: e.id, why: why, stream: e.stream}
+	v := victim{id: e.id, why: why, stream: e.stream, path: e.path}
 	for _, c := range e.open {
 		v.cancels = append(v.cancels, c)
 	}

@@ -143,9 +143,9 @@ func joinMax(items []string, n int) string {
 	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }
 
-func (s *Server) backendTools(name string) []*registry.Tool {
+func (s *Server) backendTools(ctx context.Context, name string) []*registry.Tool {
 	var out []*registry.Tool
-	for _, t := range s.opts.Registry.Tools() {
+	for _, t := range s.visibleTools(ctx) {
 		if t.Backend == name {
 			out = append(out, t)
 		}
@@ -153,13 +153,13 @@ func (s *Server) backendTools(name string) []*registry.Tool {
 	return out
 }
 
-func (s *Server) backendResource(_ context.Context, uri string) (any, error) {
+func (s *Server) backendResource(ctx context.Context, uri string) (any, error) {
 	v, err := s.findBackend(templateArg(uri, "kiln://backend/", ""))
 	if err != nil {
 		return nil, err
 	}
 	tools := []string{}
-	for _, t := range s.backendTools(v.Name) {
+	for _, t := range s.backendTools(ctx, v.Name) {
 		tools = append(tools, t.ID())
 	}
 	out := map[string]any{"backend": v, "tools": tools,
@@ -180,14 +180,14 @@ type toolSummary struct {
 	Example     string `json:"example"`
 }
 
-func (s *Server) backendToolsResource(_ context.Context, uri string) (any, error) {
+func (s *Server) backendToolsResource(ctx context.Context, uri string) (any, error) {
 	v, err := s.findBackend(templateArg(uri, "kiln://backend/", "/tools"))
 	if err != nil {
 		return nil, err
 	}
 	tools := []toolSummary{}
 	ref := refIn(s.view())
-	for _, t := range s.backendTools(v.Name) {
+	for _, t := range s.backendTools(ctx, v.Name) {
 		tools = append(tools, toolSummary{Tool: t.ID(), Description: FirstSentence(t.Description, 200),
 			Signature: t.Signature(), Example: t.Example(ref)})
 	}

@@ -28,12 +28,12 @@ func refIn(v *catalog.View) func(backend, tool string) string {
 // search ranks v's tools for query and its steps, or the steps split from
 // query when there are none (search.SearchTask), timed for telemetry as
 // one search; nil without a catalog.
-func (s *Server) search(v *catalog.View, query string, steps []string, limit int) []search.Hit {
+func (s *Server) search(v *catalog.View, query string, steps []string, limit int, boost func(string) float64) []search.Hit {
 	if v == nil || v.Search == nil {
 		return nil
 	}
 	start := time.Now()
-	hits := search.SearchTask(v.Search.Search, query, steps, search.Options{Limit: limit, Boost: s.opts.Boost})
+	hits := search.SearchTask(v.Search.Search, query, steps, search.Options{Limit: limit, Boost: boost})
 	if t := s.opts.Telemetry; t != nil {
 		t.Searched(time.Since(start))
 	}

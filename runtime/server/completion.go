@@ -59,7 +59,7 @@ func (c completer) CompleteResourceArgument(ctx context.Context, uri string, arg
 	case arg.Name == "backend_name" && (uri == uriBackend || uri == uriBackendTools):
 		return complete(arg.Value, c.backendNames(), nil), nil
 	case arg.Name == "tool_name" && uri == uriTool:
-		tools := c.s.opts.Registry.Tools()
+		tools := c.s.visibleTools(ctx)
 		ids := make([]string, len(tools))
 		for i, t := range tools {
 			ids[i] = t.ID()

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -35,6 +36,9 @@ type exposure struct {
 	mu     sync.Mutex
 	names  map[exposeKey]string // every named tool's exposed name
 	listed map[string]string    // exposed name -> tool definition JSON, as listed now
+	// tools maps each listed exposed name to its tool, for the policy's
+	// per-request filter of tools/list (filterListed).
+	tools atomic.Pointer[map[string]*registry.Tool]
 }
 
 // exposeKey is a tool as named: the same tool turned bare is a new one.
@@ -103,6 +107,7 @@ func (s *Server) SyncTools() {
 	}
 	names := s.nameLocked(shown)
 	next := make(map[string]string, len(shown))
+	byName := make(map[string]*registry.Tool, len(shown))
 	var tools []server.ServerTool
 	for _, t := range shown {
 		name := names[exposeKey{t.ID(), s.bare(t.Backend)}]
@@ -125,8 +130,10 @@ func (s *Server) SyncTools() {
 			continue
 		}
 		next[name] = string(def)
+		byName[name] = t
 		tools = append(tools, server.ServerTool{Tool: mt, Handler: s.directHandler(name, t.Backend, t.Name)})
 	}
+	e.tools.Store(&byName)
 	if maps.Equal(next, e.listed) {
 		return
 	}
@@ -361,4 +368,24 @@ func (s *Server) instructions() string {
 		return directInstructions
 	}
 	return hybridInstructions
+}
+
+// filterListed drops from a tools/list answer the backend tools the
+// request's identity may not use (mcp-go lists every registered tool; the
+// meta-tools stay, their calls are decided tool by tool).
+func (s *Server) filterListed(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
+	if s.exp == nil || s.opts.Policy == nil || res == nil {
+		return
+	}
+	byName := s.exp.tools.Load()
+	if byName == nil {
+		return
+	}
+	kept := make([]mcp.Tool, 0, len(res.Tools)) // res.Tools may be the server's own
+	for _, mt := range res.Tools {
+		if t, ok := (*byName)[mt.Name]; !ok || s.visible(ctx, t) {
+			kept = append(kept, mt)
+		}
+	}
+	res.Tools = kept
 }

@@ -55,7 +55,7 @@ type param struct {
 	Enum        []string `json:"enum,omitempty"`
 }
 
-func (s *Server) searchTools(_ context.Context, raw json.RawMessage) *toolcall.Result {
+func (s *Server) searchTools(ctx context.Context, raw json.RawMessage) *toolcall.Result {
 	var a searchArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return toolcall.Errorf("search_tools: %v", err)
@@ -66,22 +66,22 @@ func (s *Server) searchTools(_ context.Context, raw json.RawMessage) *toolcall.R
 	}
 	brief := a.Brief == nil || *a.Brief
 	v := s.view()
-	hits := s.search(v, a.TaskDescription, a.Steps, limit)
+	hits := s.search(v, a.TaskDescription, a.Steps, limit, s.boostFor(ctx))
 	if brief {
-		return s.briefAnswer(v, a.TaskDescription, hits)
+		return s.briefAnswer(ctx, v, a.TaskDescription, hits)
 	}
 	ref := refIn(v)
 	out := make([]searchResult, 0, len(hits))
 	for _, h := range hits {
-		t, err := s.opts.Registry.Resolve(h.ID)
+		t, err := s.resolveVisible(ctx, h.ID)
 		if err != nil {
-			continue // removed since the index was built
+			continue // removed since the index was built, or not for this identity
 		}
 		out = append(out, searchResult{Tool: t.ID(), Backend: t.Backend, Example: t.Example(ref), MatchedBy: h.Tier.String(),
 			TryAlso: tryAlso(v, t.Backend, a.TaskDescription, 3), Description: t.Description, Parameters: params(t)})
 	}
 	if len(out) == 0 {
-		return s.noMatch(a.TaskDescription)
+		return s.noMatch(ctx, a.TaskDescription)
 	}
 	return jsonResult(map[string]any{"results": out})
 }
@@ -107,14 +107,14 @@ type briefAnswer struct {
 // briefDescriptionBytes bounds a brief hit's one-line description.
 const briefDescriptionBytes = 120
 
-func (s *Server) briefAnswer(v *catalog.View, query string, hits []search.Hit) *toolcall.Result {
+func (s *Server) briefAnswer(ctx context.Context, v *catalog.View, query string, hits []search.Hit) *toolcall.Result {
 	ref := refIn(v)
 	ans := briefAnswer{Results: make([]briefHit, 0, len(hits))}
 	tiers := map[string]bool{}
 	for _, h := range hits {
-		t, err := s.opts.Registry.Resolve(h.ID)
+		t, err := s.resolveVisible(ctx, h.ID)
 		if err != nil {
-			continue // removed since the index was built
+			continue // removed since the index was built, or not for this identity
 		}
 		tier := h.Tier.String()
 		tiers[tier] = true
@@ -128,7 +128,7 @@ func (s *Server) briefAnswer(v *catalog.View, query string, hits []search.Hit) *
 		}
 	}
 	if len(ans.Results) == 0 {
-		return s.noMatch(query)
+		return s.noMatch(ctx, query)
 	}
 	if len(tiers) == 1 {
 		for i := range ans.Results {
@@ -147,9 +147,9 @@ func (s *Server) briefAnswer(v *catalog.View, query string, hits []search.Hit) *
 	return toolcall.Text(string(raw))
 }
 
-func (s *Server) noMatch(query string) *toolcall.Result {
+func (s *Server) noMatch(ctx context.Context, query string) *toolcall.Result {
 	return toolcall.Text(fmt.Sprintf("No tool matches %q. Try other words (what the tool does, not its name), or list_tools_meta to browse all %d tools.",
-		cut(query, maxQuoted), len(s.opts.Registry.Tools())))
+		cut(query, maxQuoted), len(s.visibleTools(ctx))))
 }
 
 func params(t *registry.Tool) []param {
@@ -184,7 +184,7 @@ func decodeCursor(c string) (int, error) {
 	return 0, fmt.Errorf("invalid cursor %q: pass next_cursor exactly as returned, or omit it for the first page", cut(c, maxQuoted))
 }
 
-func (s *Server) listToolsMeta(_ context.Context, raw json.RawMessage) *toolcall.Result {
+func (s *Server) listToolsMeta(ctx context.Context, raw json.RawMessage) *toolcall.Result {
 	var a listArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return toolcall.Errorf("list_tools_meta: %v", err)
@@ -200,7 +200,7 @@ func (s *Server) listToolsMeta(_ context.Context, raw json.RawMessage) *toolcall
 			return toolcall.Errorf("list_tools_meta: %v", err)
 		}
 	}
-	tools := s.opts.Registry.Tools()
+	tools := s.visibleTools(ctx)
 	type entry struct {
 		Tool        string `json:"tool"`
 		Description string `json:"description"`
@@ -247,12 +247,12 @@ func (s *Server) fullTool(t *registry.Tool) map[string]any {
 	return out
 }
 
-func (s *Server) toolInfo(_ context.Context, raw json.RawMessage) *toolcall.Result {
+func (s *Server) toolInfo(ctx context.Context, raw json.RawMessage) *toolcall.Result {
 	var a infoArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return toolcall.Errorf("tool_info: %v", err)
 	}
-	t, err := s.opts.Registry.Resolve(a.ToolName)
+	t, err := s.resolveVisible(ctx, a.ToolName)
 	if err != nil {
 		return toolcall.Errorf("tool_info: %v", err)
 	}
@@ -268,12 +268,12 @@ func (s *Server) toolInfo(_ context.Context, raw json.RawMessage) *toolcall.Resu
 	})
 }
 
-func (s *Server) requiredKeys(_ context.Context, raw json.RawMessage) *toolcall.Result {
+func (s *Server) requiredKeys(ctx context.Context, raw json.RawMessage) *toolcall.Result {
 	var a infoArgs
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return toolcall.Errorf("get_required_keys_for_tool: %v", err)
 	}
-	t, err := s.opts.Registry.Resolve(a.ToolName)
+	t, err := s.resolveVisible(ctx, a.ToolName)
 	if err != nil {
 		return toolcall.Errorf("get_required_keys_for_tool: %v", err)
 	}

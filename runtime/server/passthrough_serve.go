@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/policy"
 )
 
 // kilnPrompts are kiln's own prompt names, which no backend prompt takes.
@@ -67,7 +68,8 @@ func (p *passthru) observed(ctx context.Context) context.Context {
 func (p *passthru) read(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	uri := req.Params.URI
 	owner, ok := p.owner(uri)
-	if !ok || p.s.opts.Passthrough == nil {
+	// A resource the identity may not read does not exist for it.
+	if !ok || p.s.opts.Passthrough == nil || !p.s.allowsKey(ctx, policy.ResourceKey(uri)) {
 		return nil, fmt.Errorf("handler not found for resource URI '%s': %w", uri, server.ErrResourceNotFound)
 	}
 	raw, err := p.s.opts.Passthrough.ReadResource(p.observed(ctx), owner, uri)
@@ -91,7 +93,7 @@ func (p *passthru) read(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 // passing the arguments through and the messages back as sent.
 func (p *passthru) prompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	ref, ok := p.promptOf(req.Params.Name)
-	if !ok || p.s.opts.Passthrough == nil {
+	if !ok || p.s.opts.Passthrough == nil || !p.s.allowsKey(ctx, policy.PromptKey(ref.backend, ref.name)) {
 		return nil, fmt.Errorf("prompt %q not found; prompts/list shows the prompts kiln serves", req.Params.Name)
 	}
 	// A 2026-07-28 client's rounds pass through as for tools (round.go).

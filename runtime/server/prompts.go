@@ -46,15 +46,15 @@ func (s *Server) addPrompts() {
 
 // prompt turns a text builder into a handler returning one user message,
 // recovering panics the way meta-tools do.
-func (s *Server) prompt(name string, build func(args map[string]string) (string, error)) server.PromptHandlerFunc {
-	return func(_ context.Context, req mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
+func (s *Server) prompt(name string, build func(ctx context.Context, args map[string]string) (string, error)) server.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (res *mcp.GetPromptResult, err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("prompt panicked", "prompt", name, "panic", p, "stack", string(debug.Stack()))
 				res, err = nil, fmt.Errorf("prompt %s: %w", name, errPromptPanic)
 			}
 		}()
-		text, err := build(req.Params.Arguments)
+		text, err := build(ctx, req.Params.Arguments)
 		if err != nil {
 			return nil, fmt.Errorf("prompt %s: %s", name, s.opts.Scrubber.String(err.Error()))
 		}
@@ -63,7 +63,7 @@ func (s *Server) prompt(name string, build func(args map[string]string) (string,
 	}
 }
 
-func (s *Server) discover(args map[string]string) (string, error) {
+func (s *Server) discover(ctx context.Context, args map[string]string) (string, error) {
 	topic := strings.TrimSpace(args["topic"])
 	views := s.backends()
 	var b strings.Builder
@@ -87,7 +87,7 @@ func (s *Server) discover(args map[string]string) (string, error) {
 			"2. For a task, call search_tools with a plain-words task_description; each result has a call example.\n", uriOverview, uriTools)
 	} else {
 		fmt.Fprintf(&b, "1. Call search_tools with task_description %q; each result has a call example.\n", topic)
-		if ids := s.topHits(topic, 3); len(ids) > 0 {
+		if ids := s.topHits(ctx, topic, 3); len(ids) > 0 {
 			fmt.Fprintf(&b, "   Likely starting points: %s.\n", strings.Join(ids, ", "))
 		}
 		fmt.Fprintf(&b, "2. If nothing fits, rephrase with what the tool does (the try_also words in the results are good follow-ups), or browse %s.\n", uriTools)
@@ -107,17 +107,17 @@ func (s *Server) discover(args map[string]string) (string, error) {
 	return b.String(), nil
 }
 
-func (s *Server) topHits(query string, n int) []string {
+func (s *Server) topHits(ctx context.Context, query string, n int) []string {
 	var ids []string
-	for _, h := range s.search(s.view(), query, nil, n) {
-		if _, err := s.opts.Registry.Resolve(h.ID); err == nil {
+	for _, h := range s.search(s.view(), query, nil, n, s.boostFor(ctx)) {
+		if _, err := s.resolveVisible(ctx, h.ID); err == nil {
 			ids = append(ids, h.ID)
 		}
 	}
 	return ids
 }
 
-func (s *Server) findTool(args map[string]string) (string, error) {
+func (s *Server) findTool(ctx context.Context, args map[string]string) (string, error) {
 	task := strings.TrimSpace(args["task"])
 	if task == "" {
 		return "", errors.New(`the "task" argument is required: describe what you want to do in plain words, e.g. "read a file"`)
@@ -130,8 +130,8 @@ func (s *Server) findTool(args map[string]string) (string, error) {
 	n := 0
 	var first string
 	ref := refIn(v)
-	for _, h := range s.search(v, task, nil, findToolHits) {
-		t, err := s.opts.Registry.Resolve(h.ID)
+	for _, h := range s.search(v, task, nil, findToolHits, s.boostFor(ctx)) {
+		t, err := s.resolveVisible(ctx, h.ID)
 		if err != nil {
 			continue // removed since the index was built
 		}
@@ -144,7 +144,7 @@ func (s *Server) findTool(args map[string]string) (string, error) {
 	}
 	if n == 0 {
 		return fmt.Sprintf("No tool in kiln matches the task %q. Call search_tools with other words (what the tool does, not its name), "+
-			"or browse %s (%d tools).", task, uriTools, len(s.opts.Registry.Tools())), nil
+			"or browse %s (%d tools).", task, uriTools, len(s.visibleTools(ctx))), nil
 	}
 	b.WriteString("\nPick the tool that fits. Call tool_info with its name if you need every parameter, then run it with call_tool_chain, " +
 		"passing the example as code (`const r = await <example>; return r;`) with real argument values.")
@@ -155,7 +155,7 @@ func (s *Server) findTool(args map[string]string) (string, error) {
 	return b.String(), nil
 }
 
-func (s *Server) backendStatus(args map[string]string) (string, error) {
+func (s *Server) backendStatus(_ context.Context, args map[string]string) (string, error) {
 	name := strings.TrimSpace(args["backend_name"])
 	if name == "" {
 		return s.healthText(), nil

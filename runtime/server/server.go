@@ -88,6 +88,10 @@ type Options struct {
 	// Telemetry observes meta-tool calls and sessions; nil observes
 	// nothing. *telemetry.Telemetry is one.
 	Telemetry Telemetry
+	// Policy hides the tools a request's identity may not use from every
+	// listing (policyview.go); nil shows every tool. The same rules must
+	// refuse the calls: Chain's Caller is a *policy.Guard.
+	Policy Policy
 }
 
 // Telemetry is told of each tool call, each session and each tool search.
@@ -150,6 +154,10 @@ func New(opts Options) *Server {
 	s := &Server{opts: opts, log: log, valid: schema.New(), exp: newExposure(opts.Config), hooks: &server.Hooks{}}
 	s.clientHooks(s.hooks)
 	s.sessionHooks(s.hooks)
+	s.hooks.AddAfterListTools(s.filterListed)
+	s.hooks.AddAfterListResources(s.filterResources)
+	s.hooks.AddAfterListResourceTemplates(s.filterTemplates)
+	s.hooks.AddAfterListPrompts(s.filterPrompts)
 	s.mcp = server.NewMCPServer(opts.Name, opts.Version,
 		// Only direct and hybrid lists change at run time.
 		server.WithToolCapabilities(s.exp != nil),
@@ -259,11 +267,15 @@ func toMCP(r *toolcall.Result) (*mcp.CallToolResult, error) {
 
 // Handler serves streamable HTTP at /mcp and legacy SSE at /sse and
 // /message.
-func (s *Server) Handler() http.Handler {
+func (s *Server) Handler() http.Handler { return s.HandlerAt("/mcp", "/sse", "/message") }
+
+// HandlerAt serves streamable HTTP at mcpPath and legacy SSE at ssePath
+// (posting to messagePath): a profile's server is mounted at /mcp/NAME.
+func (s *Server) HandlerAt(mcpPath, ssePath, messagePath string) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.cancels(checkedHTTP(notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath("/mcp")), s.patchOut))))
-	sse := server.NewSSEServer(s.mcp, server.WithSSEEndpoint("/sse"), server.WithMessageEndpoint("/message"))
-	mux.Handle("/sse", patchSSE(sse.SSEHandler(), s.patchOut))
-	mux.Handle("/message", s.cancels(checkedHTTP(sse.MessageHandler())))
+	mux.Handle(mcpPath, s.cancels(checkedHTTP(notFoundHTTP(server.NewStreamableHTTPServer(s.mcp, server.WithEndpointPath(mcpPath)), s.patchOut))))
+	sse := server.NewSSEServer(s.mcp, server.WithSSEEndpoint(ssePath), server.WithMessageEndpoint(messagePath))
+	mux.Handle(ssePath, patchSSE(sse.SSEHandler(), s.patchOut))
+	mux.Handle(messagePath, s.cancels(checkedHTTP(sse.MessageHandler())))
 	return mux
 }

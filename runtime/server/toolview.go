@@ -20,8 +20,8 @@ type toolsIndex struct {
 	Next     string                       `json:"next"`
 }
 
-func (s *Server) toolsIndex() toolsIndex {
-	tools := s.opts.Registry.Tools()
+func (s *Server) toolsIndex(ctx context.Context) toolsIndex {
+	tools := s.visibleTools(ctx)
 	out := toolsIndex{Total: len(tools), Backends: map[string]map[string]string{},
 		Next: "kiln://tool/{tool_name} or tool_info for one tool's parameters; call_tool_chain runs it"}
 	for _, t := range tools {
@@ -35,9 +35,9 @@ func (s *Server) toolsIndex() toolsIndex {
 	return out
 }
 
-func (s *Server) toolResource(_ context.Context, uri string) (any, error) {
+func (s *Server) toolResource(ctx context.Context, uri string) (any, error) {
 	name := templateArg(uri, "kiln://tool/", "")
-	t, err := s.opts.Registry.Resolve(name)
+	t, err := s.resolveVisible(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("kiln://tool/%s: %w", name, err)
 	}
@@ -52,20 +52,20 @@ func (s *Server) toolResource(_ context.Context, uri string) (any, error) {
 
 // byBackend groups the registry's tools under every known backend, in the
 // order of kiln://backends.
-func (s *Server) byBackend() ([]backendView, map[string][]*registry.Tool) {
+func (s *Server) byBackend(ctx context.Context) ([]backendView, map[string][]*registry.Tool) {
 	tools := map[string][]*registry.Tool{}
-	for _, t := range s.opts.Registry.Tools() {
+	for _, t := range s.visibleTools(ctx) {
 		tools[t.Backend] = append(tools[t.Backend], t)
 	}
 	return s.backends(), tools
 }
 
-func (s *Server) llms() string {
-	views, tools := s.byBackend()
+func (s *Server) llms(ctx context.Context) string {
+	views, tools := s.byBackend(ctx)
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kiln\n\n> MCP gateway serving %d tools from %d backends through %d meta-tools. "+
 		"Find a tool with search_tools, read it with tool_info or %s, run it with call_tool_chain. "+
-		"Descriptions and signatures: %s. Sandbox guide: %s.\n", len(s.opts.Registry.Tools()), len(views), len(metaTools), uriTool, uriLLMsFull, uriChainGuide)
+		"Descriptions and signatures: %s. Sandbox guide: %s.\n", len(s.visibleTools(ctx)), len(views), len(metaTools), uriTool, uriLLMsFull, uriChainGuide)
 	for _, v := range views {
 		ts := tools[v.Name]
 		fmt.Fprintf(&b, "\n## %s (%s, %s; call as %s.<tool>)\n", v.Name, v.State, plural(len(ts), "tool"), v.Name)
@@ -80,13 +80,13 @@ func (s *Server) llms() string {
 	return b.String()
 }
 
-func (s *Server) llmsFull() string {
-	views, tools := s.byBackend()
+func (s *Server) llmsFull(ctx context.Context) string {
+	views, tools := s.byBackend(ctx)
 	ref := refIn(s.view())
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kiln: every tool\n\n%d tools from %d backends. Run one with call_tool_chain, as TypeScript "+
 		"`const r = await backend.tool({...}); return r;` or as JSON `{\"tool\": \"backend.tool\", \"arguments\": {...}}`. "+
-		"In signatures, `?` marks an optional parameter.\n", len(s.opts.Registry.Tools()), len(views))
+		"In signatures, `?` marks an optional parameter.\n", len(s.visibleTools(ctx)), len(views))
 	for _, v := range views {
 		fmt.Fprintf(&b, "\n## %s (%s)\n", v.Name, v.State)
 		if len(tools[v.Name]) == 0 {

@@ -40,6 +40,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runWorkspaceExec(args[1:], stderr)
 	case "auth":
 		return runAuth(ctx, args[1:], stdout, stderr)
+	case "policy":
+		return runPolicy(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "kiln", version.String())
 		return exitOK
@@ -59,6 +61,7 @@ commands:
   serve     serve MCP over stdio (default) or HTTP (--http ADDR)
   connect   serve MCP over stdio through a shared kiln daemon, started on demand
   auth      log in to, check or log out of backends' OAuth servers (kiln auth -h)
+  policy    explain which policies: rule decides a tool for an identity (kiln policy explain)
   version   print the version
 
 Run kiln serve -h for its flags.

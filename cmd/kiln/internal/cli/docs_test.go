@@ -14,7 +14,7 @@ import (
 // removed flag fails here, not in a reader's terminal.
 func TestDocsCommands(t *testing.T) {
 	kiln := docscan.CLI{Bins: []string{"kiln", "bin/kiln", "./bin/kiln", "./cmd/kiln"}, Usage: map[string]string{}}
-	for _, sub := range []string{"serve", "connect", "auth login", "auth status", "auth logout", "version", "help"} {
+	for _, sub := range []string{"serve", "connect", "auth login", "auth status", "auth logout", "policy explain", "version", "help"} {
 		var out, errs bytes.Buffer
 		Run(context.Background(), append(strings.Fields(sub), "-h"), strings.NewReader(""), &out, &errs)
 		usage := out.String() + errs.String()

@@ -33,6 +33,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/httpauth"
 	"github.com/kilnmcp/kiln/runtime/oauth"
 	"github.com/kilnmcp/kiln/runtime/pipeline"
+	"github.com/kilnmcp/kiln/runtime/policy"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/sandbox"
 	"github.com/kilnmcp/kiln/runtime/search"
@@ -49,6 +50,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	httpAddr := fs.String("http", "", "serve streamable HTTP at http://ADDR/mcp and SSE at /sse instead of stdio (e.g. 127.0.0.1:8080)")
 	asDaemon := fs.Bool("daemon", false, "serve kiln connect clients on a private unix socket instead of stdio (kiln connect starts it)")
 	idle := fs.Duration("idle", daemon.DefaultIdle, "with --daemon: exit after this long with no client connected")
+	profileName := fs.String("profile", "", "over stdio: serve only profiles.NAME of the config (over HTTP every profile is at /mcp/NAME)")
 	if fs.Parse(args) != nil {
 		return exitUsage
 	}
@@ -73,6 +75,15 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	cfg, err := loadServeConfig(*cfgPath)
 	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitUsage
+	}
+	if *profileName != "" && (*httpAddr != "" || *asDaemon) {
+		fmt.Fprintf(stderr, "kiln: --profile is for stdio; over HTTP every profile is served at /mcp/NAME and /sse/NAME\n")
+		return exitUsage
+	}
+	if _, ok := cfg.Profile(*profileName); *profileName != "" && !ok {
+		_, err := stdioProfile(cfg, nil, *profileName)
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitUsage
 	}
@@ -162,6 +173,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// The server is built last; backends may ask for roots and the catalog
 	// may announce changes before it exists.
 	var srvRef atomic.Pointer[server.Server]
+	var profRef atomic.Pointer[map[string]*profileView]
 	refresh := func(name string) {
 		// connect_timeout applies on reload: read the config as it is now.
 		ctx, cancel := context.WithTimeout(ctx, op.cfg.Load().Gateway.ConnectTimeout)
@@ -207,6 +219,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			if srv := srvRef.Load(); srv != nil {
 				srv.SyncTools()
 			}
+			if views := profRef.Load(); views != nil {
+				syncProfiles(*views)
+			}
 		}})
 	// Backends outlive the drain until the front door has shut down
 	// (disp.Close, deferred): a request that reached kiln just before it
@@ -218,8 +233,13 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// backends connect in the background.
 	cat.Restore(ctx)
 	cat.Follow(ctx)
+	// The policy decides every call of every tier and every exposed tool
+	// (the sandbox's calls come back through caller too); refusals never
+	// reach the backends' telemetry, which counts backend calls.
+	guard := policy.NewGuard(op.tel.Caller(disp), policy.Compile(cfg.Policies), resolveTool(reg), st.limitCounter(), log)
 	if cfg.FromFile {
 		go watchConfig(ctx, cfg, time.Second, log, func(next *config.Config) {
+			guard.Store(policy.Compile(next.Policies))
 			scrubber.Learn(secretValues(next)...)
 			restarted := disp.Reload(next)
 			cat.SetConfig(next)
@@ -228,7 +248,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		})
 	}
 
-	caller := op.tel.Caller(disp)
+	caller := toolcall.Caller(guard)
 	sb, err := startSandbox(cfg, caller, reg, compiledBindings, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -243,7 +263,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			op.health.Broken("sandbox: " + err.Error() + "; call_tool_chain programs fail until this is fixed (see kiln's log)")
 		}
 	}()
-	srv := server.New(server.Options{
+	opts := server.Options{
 		Name:         cfg.Gateway.Name,
 		Version:      version.String(),
 		Config:       cfg,
@@ -260,6 +280,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		SessionEnded: disp.EndSession,
 		SharedState:  st.problem(),
 		Telemetry:    op.tel,
+		Policy:       guard,
 		Chain: chain.New(chain.Options{
 			Caller:         caller,
 			Registry:       reg,
@@ -270,15 +291,20 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Output:         outputOptions(cfg),
 			Counter:        counter,
 			Scrub:          scrubber.Result,
+			Policy:         guard,
 			Logger:         log,
 			OnTier: func(ctx context.Context, t chain.Tier) (context.Context, func()) {
 				return op.tel.EnterTier(ctx, int(t))
 			},
 		}),
 		Passthrough: disp,
-	})
+	}
+	srv := server.New(opts)
+	views := newProfileViews(cfg, opts)
 	srvRef.Store(srv)
+	profRef.Store(&views)
 	srv.SyncTools() // changes that landed while the server was built
+	syncProfiles(views)
 	hub.attach(ctx, srv, disp)
 	op.health.Ready()
 	if dmn != nil {
@@ -288,14 +314,21 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		in, out, release := rawStdio(stdin, stdout)
 		defer release()
 		oneClientProcs()
-		if err := srv.ServeStdio(ctx, in, out); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		// Every call of this session runs for the user running kiln.
+		local := toolcall.WithIdentity(ctx, daemon.LocalUser(os.Getuid()))
+		if *profileName != "" {
+			v, _ := stdioProfile(cfg, views, *profileName) // checked above
+			srv, local = v.srv, policy.WithProfile(local, v.p)
+			hub.attach(ctx, srv, disp) // the backends' notifications go to the profile's client
+		}
+		if err := srv.ServeStdio(local, in, out); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "kiln: %v\n", err)
 			return exitFail
 		}
 		return exitOK
 	}
 	front.open = op.frontRoutes
-	return front.serve(ctx, srv.Handler(), stderr)
+	return front.serve(ctx, profileRoutes(srv.Handler(), views), stderr)
 }
 
 // loadServeConfig picks the config: an explicit path, $KILN_CONFIG,
@@ -487,4 +520,16 @@ func bridgeBindings(reg *registry.Registry) []bridge.Binding {
 		backends = append(backends, bridge.Backend{Name: b.Name(), Tools: b.Manifest.Tools})
 	}
 	return bridge.Lookup(backends).Bindings()
+}
+
+// resolveTool finds the tool a Caller is asked for, for the policy's
+// annotations conditions.
+func resolveTool(reg *registry.Registry) policy.Resolver {
+	return func(backend, tool string) (policy.Tool, bool) {
+		t, err := reg.Resolve(backend + "." + tool)
+		if err != nil {
+			return policy.Tool{}, false
+		}
+		return policy.Tool{Backend: t.Backend, Name: t.Name, Annotations: t.Annotations}, true
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/oauth"
+	"github.com/kilnmcp/kiln/runtime/policy"
 	"github.com/kilnmcp/kiln/runtime/scrub"
 	"github.com/kilnmcp/kiln/runtime/state"
 	"github.com/kilnmcp/kiln/runtime/usecount"
@@ -91,6 +92,15 @@ func stateURLSecret(cfg *config.Config) []scrub.Value {
 	}
 	if pw, ok := u.User.Password(); ok && pw != "" {
 		return []scrub.Value{{Name: "gateway.state_url", Value: pw}}
+	}
+	return nil
+}
+
+// limitCounter counts policies' rate and max_in_flight: across the fleet
+// in Redis, else in this process (nil).
+func (s *sharedState) limitCounter() policy.Counter {
+	if s.redis != nil {
+		return s.redis.Limiter("limits")
 	}
 	return nil
 }
