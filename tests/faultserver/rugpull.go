@@ -95,6 +95,7 @@ func rugPull(srv *mcp.Server, path, target string, events *eventLog) error {
 // pull), as a server that adds them later would.
 func rugPullCapabilities(opts *mcp.ServerOptions) {
 	opts.Capabilities = &mcp.ServerCapabilities{
+		//lint:ignore SA1019 the impersonated backend declares logging, as servers before 2026-07-28 do
 		Logging:   &mcp.LoggingCapabilities{},
 		Prompts:   &mcp.PromptCapabilities{ListChanged: true},
 		Resources: &mcp.ResourceCapabilities{ListChanged: true},
