@@ -94,6 +94,8 @@ type Gateway struct {
 	Semantic Semantic
 	// Vectors configures the static word-vector tier.
 	Vectors Vectors
+	// Audit configures the audit log.
+	Audit Audit
 	// Expose is ExposeMeta, ExposeDirect or ExposeHybrid.
 	Expose string
 	// Pin lists the backend tools hybrid mode lists beside the meta-tools,
@@ -175,6 +177,16 @@ type Semantic struct {
 	Model, SHA256 string
 	// Threads the embedder may use.
 	Threads int
+}
+
+// Audit configures the audit log (YAML gateway.audit).
+type Audit struct {
+	// Path is the absolute JSONL file; "" writes none.
+	Path    string
+	MaxSize int64
+	Keep    int
+	Flush   time.Duration
+	Values  bool
 }
 
 // Vectors configures the static word-vector tier (YAML gateway.vectors).

@@ -139,6 +139,20 @@ func (b *builder) vectors(def Vectors) Vectors {
 	return v
 }
 
+// audit checks gateway.audit.
+func (b *builder) audit(def Audit) Audit {
+	get := func(k string) value { return b.expand(b.l.get("gateway.audit." + k)) }
+	a := Audit{Keep: b.positive(get("keep"), def.Keep, def.Keep), Flush: b.duration(get("flush"), def.Flush),
+		Values: b.boolean(get("values"), def.Values), MaxSize: def.MaxSize}
+	if n := b.size(get("max_size"), "100MiB"); n > 0 {
+		a.MaxSize = n
+	}
+	if v := get("path"); v.ok && !v.bad && strings.TrimSpace(v.s) != "" {
+		a.Path = b.abs(strings.TrimSpace(v.s))
+	}
+	return a
+}
+
 // list expands the items of a section list key.
 func (b *builder) list(path string) []value {
 	e, ok := b.lists[path]
