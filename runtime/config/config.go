@@ -96,6 +96,8 @@ type Gateway struct {
 	Vectors Vectors
 	// Audit configures the audit log.
 	Audit Audit
+	// Console configures the web console and the human API.
+	Console Console
 	// Expose is ExposeMeta, ExposeDirect or ExposeHybrid.
 	Expose string
 	// Pin lists the backend tools hybrid mode lists beside the meta-tools,
@@ -177,6 +179,20 @@ type Semantic struct {
 	Model, SHA256 string
 	// Threads the embedder may use.
 	Threads int
+}
+
+// Console configures the web console and human API (YAML gateway.console).
+type Console struct {
+	Enabled    bool
+	ShowValues bool
+	// OIDC is set when people log in through a provider.
+	OIDC    *OIDC
+	Allowed []string
+}
+
+// OIDC is the console's OpenID Connect client.
+type OIDC struct {
+	Issuer, ClientID, ClientSecret, RedirectURL string
 }
 
 // Audit configures the audit log (YAML gateway.audit).

@@ -16,12 +16,12 @@ import (
 // OpenTelemetry log records too when OTEL_* turns them on; nil (a no-op
 // log) when neither is wanted.
 func openAudit(cfg *config.Config, tel *telemetry.Telemetry, log *slog.Logger) (*audit.Log, error) {
+	replica, _ := os.Hostname() // a pod's name in Kubernetes
 	a := cfg.Gateway.Audit
 	emit := tel.AuditEmitter()
 	if a.Path == "" && emit == nil {
 		return nil, nil
 	}
-	replica, _ := os.Hostname() // a pod's name in Kubernetes
 	return audit.Open(audit.Options{Path: a.Path, MaxSize: a.MaxSize, Keep: a.Keep, Values: a.Values,
 		FlushEvery: a.Flush, Replica: replica, Emit: emit, Logger: log})
 }
