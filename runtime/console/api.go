@@ -129,6 +129,22 @@ func (c *Console) apiEvents(w http.ResponseWriter, r *http.Request) {
 			if !send(e) {
 				return
 			}
+			// Whatever else is waiting goes in the same flush: one write
+			// per burst, not per event, so a stream keeps up with a load.
+			for more := true; more; {
+				select {
+				case e, ok := <-ch:
+					if !ok {
+						fl.Flush()
+						return
+					}
+					if !send(e) {
+						return
+					}
+				default:
+					more = false
+				}
+			}
 			fl.Flush()
 		case <-ping.C:
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {

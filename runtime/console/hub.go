@@ -43,7 +43,7 @@ type hub struct {
 
 const (
 	ringSize  = 1024
-	subBuffer = 256
+	subBuffer = ringSize
 )
 
 func newHub() *hub { return &hub{subs: map[chan Event]struct{}{}} }
