@@ -426,3 +426,39 @@ func TestEventsCarryNoValues(t *testing.T) {
 	}
 	t.Fatal("no event arrived")
 }
+
+// TestSessionWorksOnEveryReplica: a session made by one replica is
+// accepted by another built from the same config (the cookie's key comes
+// from the shared client secret), and refused by one with another secret.
+func TestSessionWorksOnEveryReplica(t *testing.T) {
+	r := newRig(t)
+	b := browser(t)
+	if code := r.login(t, b, func(n string) string { return r.p.token("RS256", map[string]any{"nonce": n}) }, nil); code != http.StatusOK {
+		t.Fatalf("login %d", code)
+	}
+	u, _ := url.Parse(r.srv.URL)
+	var cookie string
+	for _, ck := range b.Jar.Cookies(u) {
+		if ck.Name == sessionCookie {
+			cookie = ck.Value
+		}
+	}
+	for secret, want := range map[string]int{"s3cret": http.StatusOK, "another": http.StatusUnauthorized} {
+		other := New(Options{Config: config.Console{Enabled: true, OIDC: &config.OIDC{Issuer: r.p.srv.URL, ClientID: "console", ClientSecret: secret},
+			Allowed: []string{"group:ops"}}, Source: source{}, Caller: bash{}, Replica: "r2"})
+		g, _ := httpauth.New(config.HTTP{AuthToken: "api-token"}, httpauth.Options{Addr: "127.0.0.1:1"})
+		srv := httptest.NewServer(other.Handler(g.Protect))
+		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/backends", nil)
+		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: cookie})
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("replica with secret %q: %d, want %d", secret, resp.StatusCode, want)
+		}
+		srv.Close()
+		other.Close()
+	}
+}

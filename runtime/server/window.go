@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,9 +15,25 @@ import (
 // use, so a person sees what an agent with the same identity would.
 
 // Resource returns the contents of one of kiln's own resources (kiln://…,
-// templates included) for ctx's identity: a string (Markdown, text) or a
-// value that marshals to JSON.
+// templates included) for ctx's identity, scrubbed as resources/read
+// scrubs them (backend state carries stderr tails and errors): a string
+// for Markdown and text, else json.RawMessage.
 func (s *Server) Resource(ctx context.Context, uri string) (any, error) {
+	v, err := s.resource(ctx, uri)
+	if err != nil {
+		return nil, errors.New(s.opts.Scrubber.String(err.Error()))
+	}
+	if text, ok := v.(string); ok {
+		return s.opts.Scrubber.String(text), nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", uri, err)
+	}
+	return json.RawMessage(s.opts.Scrubber.String(string(raw))), nil
+}
+
+func (s *Server) resource(ctx context.Context, uri string) (any, error) {
 	static, templates := s.resourceDefs()
 	for _, d := range static {
 		if d.uri == uri {
@@ -38,11 +55,7 @@ func (s *Server) Resource(ctx context.Context, uri string) (any, error) {
 	if best == nil {
 		return nil, fmt.Errorf("no resource %q", uri)
 	}
-	v, err := best.get(ctx, uri)
-	if err != nil {
-		return nil, fmt.Errorf("%s", s.opts.Scrubber.String(err.Error()))
-	}
-	return v, nil
+	return best.get(ctx, uri)
 }
 
 // PeopleHit is one ranked search_tools hit, with what an agent is not
