@@ -109,9 +109,11 @@ func TestCallerRecordsEveryOutcome(t *testing.T) {
 func TestCanonical(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"b": [1, 2.50, {"y":null,"x":"<&>"}], "a": true}`: `{"a":true,"b":[1,2.50,{"x":"<&>","y":null}]}`,
-		``:          `{}`,
-		`not json`:  `not json`,
-		`{"a":1} 2`: `{"a":1} 2`,
+		``:                 `{}`,
+		`not json`:         `not json`,
+		`{"a":1} 2`:        `{"a":1} 2`,
+		`{}}`:              `{}}`,
+		"{\"a\":\"\xff\"}": "{\"a\":\"\xff\"}",
 	} {
 		if got := string(Canonical([]byte(in))); got != want {
 			t.Errorf("Canonical(%q) = %q, want %q", in, got, want)

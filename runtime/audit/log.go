@@ -127,6 +127,8 @@ func (l *Log) Add(r Record) {
 	}
 	l.mu.Lock()
 	if l.closed || len(l.pending) >= maxPending {
+		// A call that ends after Close (kiln stopping) or past the bound
+		// is counted; Close and Problem report the count.
 		l.dropped++
 		l.mu.Unlock()
 		return
@@ -177,6 +179,12 @@ func (l *Log) Close() error {
 	l.mu.Unlock()
 	close(l.stop)
 	<-l.done
+	l.mu.Lock()
+	dropped := l.dropped
+	l.mu.Unlock()
+	if dropped > 0 {
+		l.log.Warn("audit records were dropped", "path", l.opts.Path, "dropped", dropped)
+	}
 	if l.f != nil {
 		return l.f.Close()
 	}

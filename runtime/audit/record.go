@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
@@ -99,16 +100,20 @@ func resultBytes(res *toolcall.Result) int {
 
 // Canonical returns args as canonical JSON: object keys sorted, numbers
 // as written, no insignificant space, no HTML escaping. Arguments that
-// are not JSON come back as they are, so their digest still tells two
-// calls apart.
+// are not exactly one JSON value in valid UTF-8 (trailing bytes, invalid
+// UTF-8 that decoding would fold into U+FFFD) come back as they are, so
+// their digest still tells two calls apart.
 func Canonical(args []byte) []byte {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return []byte("{}")
 	}
+	if !utf8.Valid(args) {
+		return args
+	}
 	d := json.NewDecoder(bytes.NewReader(args))
 	d.UseNumber()
 	var v any
-	if err := d.Decode(&v); err != nil || d.More() {
+	if err := d.Decode(&v); err != nil || len(bytes.TrimSpace(args[d.InputOffset():])) > 0 {
 		return args
 	}
 	var b bytes.Buffer

@@ -16,10 +16,14 @@ const (
 	KindToken = "token"
 	KindLocal = "local"
 	KindAddr  = "addr"
+	// KindOIDC is a person logged in to the console through its OpenID
+	// provider (gateway.console.oidc): subject and claims are the ID
+	// token's, from another issuer than the front door's JWTs.
+	KindOIDC = "oidc"
 )
 
 // IdentityKinds are the values match.kind accepts.
-var IdentityKinds = []string{KindJWT, KindToken, KindLocal, KindAddr}
+var IdentityKinds = []string{KindJWT, KindToken, KindLocal, KindAddr, KindOIDC}
 
 // Policy is one rule of the top-level policies list (runtime/policy
 // compiles and applies them; docs/policy.md says what they mean).

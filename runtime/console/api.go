@@ -99,13 +99,20 @@ func (c *Console) apiEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		lastID = n
 	}
-	backlog, ch, cancel := c.hub.subscribe(lastID)
+	backlog, ch, cancel, ok := c.hub.subscribe(lastID)
+	if !ok {
+		httpError(w, r, http.StatusServiceUnavailable, fmt.Sprintf("%d event streams are open, the most this kiln serves; close one (another tab?) and retry", maxStreams))
+		return
+	}
 	defer cancel()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	fmt.Fprintf(w, "retry: 2000\n: replica %s\n\n", c.opts.Replica)
 	send := func(e Event) bool {
+		if !c.visible(r.Context(), e) {
+			return true
+		}
 		b, _ := json.Marshal(e)
 		_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
 		return err == nil
@@ -157,5 +164,5 @@ func (c *Console) apiEvents(w http.ResponseWriter, r *http.Request) {
 
 // apiWorkspaces names the browsable workspaces.
 func (c *Console) apiWorkspaces(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, map[string]any{"workspaces": c.workspaceNames()})
+	writeJSON(w, map[string]any{"workspaces": c.workspaceNames(r.Context())})
 }

@@ -56,12 +56,15 @@ type discovery struct {
 
 // session is what the session cookie holds, signed.
 type session struct {
-	Sub    string   `json:"sub"`
-	Email  string   `json:"email,omitempty"`
-	Name   string   `json:"name,omitempty"`
-	Groups []string `json:"groups,omitempty"`
-	SID    string   `json:"sid"`
-	Exp    int64    `json:"exp"`
+	Sub   string `json:"sub"`
+	Email string `json:"email,omitempty"`
+	// Verified says the provider verified Email; only then may allowed
+	// name the person by it.
+	Verified bool     `json:"ev,omitempty"`
+	Name     string   `json:"name,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
+	SID      string   `json:"sid"`
+	Exp      int64    `json:"exp"`
 }
 
 // pending is what the login cookie holds between /login and /callback.
@@ -167,7 +170,7 @@ func (a *auth) permits(s *session) bool {
 			if slices.Contains(s.Groups, g) {
 				return true
 			}
-		} else if e == s.Sub || (s.Email != "" && strings.EqualFold(e, s.Email)) {
+		} else if e == s.Sub || (s.Email != "" && s.Verified && strings.EqualFold(e, s.Email)) {
 			return true
 		}
 	}
@@ -189,6 +192,13 @@ func secure(r *http.Request) bool {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	ip := net.ParseIP(host)
 	return err == nil && ip != nil && ip.IsLoopback() && strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// secure reports whether cookies must be Secure: the request came over
+// TLS, or the registered callback is https (a TLS-terminating ingress in
+// front of kiln).
+func (a *auth) secure(r *http.Request) bool {
+	return secure(r) || strings.HasPrefix(a.cfg.RedirectURL, "https://")
 }
 
 func (a *auth) redirectURL(r *http.Request) string {
@@ -218,7 +228,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	p := pending{State: random(), Nonce: random(), Verifier: random(), Exp: a.now().Add(loginTTL).Unix()}
 	// Lax, not Strict: it must come back with the provider's redirect.
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: a.sign(p), Path: "/console/", HttpOnly: true,
-		Secure: secure(r), SameSite: http.SameSiteLaxMode, MaxAge: int(loginTTL.Seconds())})
+		Secure: a.secure(r), SameSite: http.SameSiteLaxMode, MaxAge: int(loginTTL.Seconds())})
 	challenge := sha256.Sum256([]byte(p.Verifier))
 	q := url.Values{
 		"response_type": {"code"}, "client_id": {a.cfg.ClientID}, "redirect_uri": {a.redirectURL(r)},
@@ -262,12 +272,14 @@ func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	d, ids, err := a.provider(r.Context())
 	if err != nil {
-		refuse("the provider cannot be reached")
+		c.log.Warn("console login: OpenID provider unreachable", "err", err)
+		httpError(w, r, http.StatusBadGateway, "the login provider cannot be reached; kiln's log has the reason. Start again at /console/login.")
 		return
 	}
 	idToken, err := a.exchange(r.Context(), d, r.URL.Query().Get("code"), p.Verifier, a.redirectURL(r))
 	if err != nil {
-		refuse("the code exchange failed: " + err.Error())
+		c.log.Warn("console login: code exchange failed", "err", err)
+		httpError(w, r, http.StatusBadGateway, "the login provider did not exchange the code: "+err.Error()+". Start again at /console/login.")
 		return
 	}
 	sub, claims, err := ids.Verify(r.Context(), idToken)
@@ -281,19 +293,28 @@ func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	s := session{Sub: sub, SID: random(), Exp: a.now().Add(sessionTTL).Unix()}
 	s.Email, _ = claims["email"].(string)
+	s.Verified, _ = claims["email_verified"].(bool)
 	s.Name, _ = claims["name"].(string)
+	var groups []string
 	switch g := claims["groups"].(type) {
 	case []any:
 		for _, v := range g {
 			if str, ok := v.(string); ok {
-				s.Groups = append(s.Groups, str)
+				groups = append(groups, str)
 			}
 		}
 	case string:
-		s.Groups = strings.Fields(g)
+		groups = strings.Fields(g)
+	}
+	// Only the groups allowed names go in the cookie: a provider's long
+	// group list would push it past what a browser keeps.
+	for _, g := range groups {
+		if slices.Contains(a.allowed, "group:"+g) {
+			s.Groups = append(s.Groups, g)
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: a.sign(s), Path: "/", HttpOnly: true,
-		Secure: secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL.Seconds())})
+		Secure: a.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL.Seconds())})
 	// A page of kiln's own moves on, so the Strict cookie goes with the
 	// next request (a redirect from the provider's chain would not carry it).
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -368,8 +389,14 @@ func (c *Console) authenticated(guard func(http.Handler) http.Handler, h http.Ha
 		}
 		s, ok := a.sessionOf(r)
 		if !ok {
-			if r.Header.Get("Authorization") == "" && strings.HasPrefix(r.URL.Path, "/console/") && r.Method == http.MethodGet {
+			if (r.Header.Get("Authorization") == "" || !c.tokens) && strings.HasPrefix(r.URL.Path, "/console/") && r.Method == http.MethodGet {
 				http.Redirect(w, r, "/console/login", http.StatusFound)
+				return
+			}
+			if !c.tokens {
+				// No tokens at the front door: its loopback rule would let
+				// anyone on this machine past the login configured here.
+				httpError(w, r, http.StatusUnauthorized, "log in at /console/login first")
 				return
 			}
 			guarded.ServeHTTP(w, r)
@@ -402,7 +429,7 @@ func (c *Console) authenticated(guard func(http.Handler) http.Handler, h http.Ha
 			}
 			claims["groups"] = groups
 		}
-		ctx := toolcall.WithIdentity(r.Context(), toolcall.Identity{Kind: config.KindJWT, Subject: s.Sub, Claims: claims})
+		ctx := toolcall.WithIdentity(r.Context(), toolcall.Identity{Kind: config.KindOIDC, Subject: s.Sub, Claims: claims})
 		ctx = context.WithValue(ctx, viewerKey{}, viewer{Name: who, CSRF: token, Session: true})
 		h(w, r.WithContext(ctx))
 	})

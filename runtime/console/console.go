@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,11 @@ type Options struct {
 	// Caller runs a person's exec as the workspace's Bash tool, through
 	// the gateway's policy and audit log.
 	Caller toolcall.Caller
+	// Allows reports whether ctx's identity may use backend.tool (the
+	// policy guard): a workspace is browsable by who may call its Read,
+	// and a tool call shows in the live log to who may see the tool. nil
+	// allows everything.
+	Allows func(ctx context.Context, backend, tool string) bool
 	// Scrub redacts secrets from a result and from text.
 	Scrub     func(*toolcall.Result) *toolcall.Result
 	ScrubText func(string) string
@@ -53,6 +59,7 @@ type Console struct {
 	mu     sync.Mutex
 	roots  map[string]*workspace.Root
 	routes []string
+	tokens bool
 }
 
 // New builds the console; roots of workspaces that cannot be opened are
@@ -90,8 +97,17 @@ func (c *Console) Publish(e Event) {
 	if e.Replica == "" {
 		e.Replica = c.opts.Replica
 	}
-	if !c.opts.Config.ShowValues {
+	// Session ids let whoever holds one act in that session: never shown.
+	e.Session = ""
+	switch {
+	case !c.opts.Config.ShowValues:
 		e.Args = nil
+	case len(e.Args) > 0 && c.opts.ScrubText != nil:
+		if s := c.opts.ScrubText(string(e.Args)); json.Valid([]byte(s)) {
+			e.Args = json.RawMessage(s)
+		} else {
+			e.Args = nil
+		}
 	}
 	c.hub.publish(e)
 }
@@ -99,26 +115,61 @@ func (c *Console) Publish(e Event) {
 // Subscribers is how many event streams are open.
 func (c *Console) Subscribers() int { return c.hub.subscribers() }
 
-// Close ends every event stream and closes the workspace roots.
-func (c *Console) Close() {
-	c.hub.close()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, r := range c.roots {
-		r.Close()
+// Close ends every event stream. The workspace roots stay open for the
+// process's life: a handler still running after the server's shutdown
+// must never resolve a path beneath a closed (and reused) descriptor.
+func (c *Console) Close() { c.hub.close() }
+
+// visible reports whether ctx's identity may see e: a call or exec of a
+// tool it may not use is not shown to it (the policy hides that tool).
+func (c *Console) visible(ctx context.Context, e Event) bool {
+	if e.Tool == "" {
+		return true
 	}
-	c.roots = nil
+	backend, tool, _ := strings.Cut(e.Tool, ".")
+	return c.allows(ctx, backend, tool)
 }
 
-func (c *Console) workspaceNames() []string {
+// visibleRecent is the newest n events ctx's identity may see.
+func (c *Console) visibleRecent(ctx context.Context, n int) []Event {
+	var out []Event
+	for _, e := range c.hub.recent(ringSize) {
+		if len(out) == n {
+			break
+		}
+		if c.visible(ctx, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// allows is Options.Allows, or true without one.
+func (c *Console) allows(ctx context.Context, backend, tool string) bool {
+	return c.opts.Allows == nil || c.opts.Allows(ctx, backend, tool)
+}
+
+// workspaceNames are the workspaces ctx's identity may read.
+func (c *Console) workspaceNames(ctx context.Context) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	names := make([]string, 0, len(c.roots))
 	for n := range c.roots {
-		names = append(names, n)
+		if c.allows(ctx, n, "Read") {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names
+}
+
+// readable is the root of workspace name when ctx's identity may read
+// it, else nil.
+func (c *Console) readable(ctx context.Context, name string) *workspace.Root {
+	if !c.allows(ctx, name, "Read") {
+		return nil
+	}
+	return c.root(name)
 }
 
 func (c *Console) root(name string) *workspace.Root {
@@ -133,8 +184,12 @@ func (c *Console) Routes() []string { return append([]string(nil), c.routes...) 
 
 // Handler serves /console/ and /api/v1/. guard wraps what a browser
 // session does not authenticate: the front door's bearer and JWT checks
-// (or its loopback-only rule when no auth is configured).
-func (c *Console) Handler(guard func(http.Handler) http.Handler) http.Handler {
+// (or its loopback-only rule when no auth is configured). tokens says
+// whether the front door checks tokens at all: with a login configured
+// and no tokens, every request needs a session, so configuring the login
+// is a wall even on loopback.
+func (c *Console) Handler(guard func(http.Handler) http.Handler, tokens bool) http.Handler {
+	c.tokens = tokens
 	mux := http.NewServeMux()
 	handle := func(pattern string, h http.HandlerFunc) {
 		c.routes = append(c.routes, pattern)

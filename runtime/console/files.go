@@ -30,7 +30,8 @@ type entry struct {
 }
 
 func (c *Console) rootOf(w http.ResponseWriter, r *http.Request) *workspace.Root {
-	root := c.root(r.PathValue("name"))
+	// A workspace the identity may not read does not exist for it.
+	root := c.readable(r.Context(), r.PathValue("name"))
 	if root == nil {
 		httpError(w, r, http.StatusNotFound, "no workspace "+r.PathValue("name")+": GET /api/v1/workspaces lists them")
 	}
@@ -86,8 +87,15 @@ func (c *Console) readView(root *workspace.Root, p string) (rel, text string, cu
 		return "", "", false, false, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.IsDir() {
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return rel, "", false, false, err
+	case st.IsDir():
 		return rel, "", false, false, errors.New("a folder; list it with tree")
+	case !st.Mode().IsRegular():
+		// A FIFO or device would block the read forever.
+		return rel, "", false, false, errors.New("not a regular file")
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxFileView+1))
 	if err != nil {
@@ -126,9 +134,16 @@ func (c *Console) apiFile(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// maxScrubbed is the largest text file download scrubs (read whole to do
+// so); a larger one is left out and named in MISSING.txt.
+const maxScrubbed = 16 << 20
+
 // apiDownload streams the workspace as a tar.gz: regular files and folders
-// read beneath the root, symlinks left out (their targets may be
-// anywhere), .git only with ?git=1.
+// read beneath the root, text scrubbed as the file view is, symlinks left
+// out (their targets may be anywhere), .git only with ?git=1. Files that
+// cannot be read whole (gone, refused, too large a text) are left out and
+// listed in MISSING.txt at the archive's root; a write that fails ends the
+// response as an error, never as a short archive that looks whole.
 func (c *Console) apiDownload(w http.ResponseWriter, r *http.Request) {
 	root := c.rootOf(w, r)
 	if root == nil {
@@ -138,13 +153,22 @@ func (c *Console) apiDownload(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	w.Header().Set("Content-Type", "application/gzip")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.tar.gz"`)
+	if r.Method == http.MethodHead {
+		return
+	}
 	gz := gzip.NewWriter(w)
 	tw := tar.NewWriter(gz)
-	var walk func(dir string) error
-	walk = func(dir string) error {
+	var missing []string
+	fatal := func(err error) {
+		c.log.Warn("console download aborted", "workspace", name, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	var walk func(dir string)
+	walk = func(dir string) {
 		_, entries, err := list(root, dir)
 		if err != nil {
-			return err
+			missing = append(missing, strings.TrimPrefix(dir, "./")+"/ ("+err.Error()+")")
+			return
 		}
 		for _, e := range entries {
 			p := path.Join(dir, e.Name)
@@ -153,41 +177,70 @@ func (c *Console) apiDownload(w http.ResponseWriter, r *http.Request) {
 				continue
 			case e.Dir:
 				if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(p, "./") + "/", Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
-					return err
+					fatal(err)
 				}
-				if err := walk(p); err != nil {
-					return err
-				}
+				walk(p)
 			default:
-				if err := addFile(tw, root, p); err != nil {
-					return err
+				body, mode, why := c.downloadable(root, p)
+				if why != "" {
+					missing = append(missing, strings.TrimPrefix(p, "./")+" ("+why+")")
+					continue
+				}
+				if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(p, "./"), Mode: mode, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+					fatal(err)
+				}
+				if _, err := tw.Write(body); err != nil {
+					fatal(err)
 				}
 			}
 		}
-		return nil
 	}
-	if err := walk("."); err != nil {
-		c.log.Warn("console download ended early", "workspace", name, "err", err)
+	walk(".")
+	if len(missing) > 0 {
+		note := []byte("Left out of this download:\n" + strings.Join(missing, "\n") + "\n")
+		if err := tw.WriteHeader(&tar.Header{Name: "MISSING.txt", Mode: 0o644, Size: int64(len(note)), Typeflag: tar.TypeReg}); err != nil {
+			fatal(err)
+		}
+		if _, err := tw.Write(note); err != nil {
+			fatal(err)
+		}
 	}
-	tw.Close()
-	gz.Close()
+	if err := tw.Close(); err != nil {
+		fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		fatal(err)
+	}
 }
 
-func addFile(tw *tar.Writer, root *workspace.Root, p string) error {
+// downloadable reads p whole for the archive: text scrubbed, anything
+// else as it is; why says why it is left out.
+func (c *Console) downloadable(root *workspace.Root, p string) (body []byte, mode int64, why string) {
 	f, _, err := root.OpenRead(p)
 	if err != nil {
-		return nil // gone meanwhile, or refused: left out
+		return nil, 0, err.Error()
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil
+	switch {
+	case err != nil:
+		return nil, 0, err.Error()
+	case !st.Mode().IsRegular():
+		return nil, 0, "not a regular file"
+	case st.Size() > maxScrubbed:
+		return nil, 0, "larger than 16 MiB; copy it with the workspace's own tools"
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(p, "./"), Mode: int64(st.Mode().Perm()), Size: st.Size(), ModTime: st.ModTime(), Typeflag: tar.TypeReg}); err != nil {
-		return err
+	body, err = io.ReadAll(io.LimitReader(f, maxScrubbed+1))
+	switch {
+	case err != nil:
+		return nil, 0, err.Error()
+	case len(body) > maxScrubbed:
+		return nil, 0, "grew past 16 MiB while read"
 	}
-	_, err = io.CopyN(tw, f, st.Size())
-	return err
+	if utf8.Valid(body) && c.opts.ScrubText != nil {
+		body = []byte(c.opts.ScrubText(string(body)))
+	}
+	return body, int64(st.Mode().Perm()), ""
 }
 
 // execRequest is a person's command.
@@ -233,7 +286,7 @@ func outcomeOf(res *toolcall.Result) string {
 }
 
 func (c *Console) apiExec(w http.ResponseWriter, r *http.Request) {
-	if c.root(r.PathValue("name")) == nil {
+	if c.readable(r.Context(), r.PathValue("name")) == nil {
 		httpError(w, r, http.StatusNotFound, "no workspace "+r.PathValue("name"))
 		return
 	}

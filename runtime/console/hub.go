@@ -74,11 +74,19 @@ func (h *hub) publish(e Event) {
 	}
 }
 
+// maxStreams bounds the open event streams: each holds a buffer of the
+// ring's size.
+const maxStreams = 100
+
 // subscribe returns the events after lastID still in the ring and a
-// channel of the ones to come; cancel ends the subscription.
-func (h *hub) subscribe(lastID uint64) (backlog []Event, c chan Event, cancel func()) {
+// channel of the ones to come; cancel ends the subscription. ok is false
+// when maxStreams are open.
+func (h *hub) subscribe(lastID uint64) (backlog []Event, c chan Event, cancel func(), ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.subs) >= maxStreams {
+		return nil, nil, nil, false
+	}
 	for i := range h.ring {
 		e := h.ring[(h.start+i)%len(h.ring)]
 		if e.ID > lastID {
@@ -88,7 +96,7 @@ func (h *hub) subscribe(lastID uint64) (backlog []Event, c chan Event, cancel fu
 	c = make(chan Event, subBuffer)
 	if h.closed {
 		close(c)
-		return backlog, c, func() {}
+		return backlog, c, func() {}, true
 	}
 	h.subs[c] = struct{}{}
 	return backlog, c, func() {
@@ -98,7 +106,7 @@ func (h *hub) subscribe(lastID uint64) (backlog []Event, c chan Event, cancel fu
 			delete(h.subs, c)
 			close(c)
 		}
-	}
+	}, true
 }
 
 // recent returns up to n of the newest events, newest first.

@@ -103,7 +103,7 @@ func TestFiftySubscribersLeaveNothing(t *testing.T) {
 func BenchmarkCallWithSubscribers(b *testing.B) {
 	for _, n := range []int{0, 50} {
 		b.Run("subscribers"+strconv.Itoa(n), func(b *testing.B) {
-			r := newRig(&testing.T{})
+			r := newRig(b)
 			feed, err := audit.Open(audit.Options{FlushEvery: 20 * time.Millisecond, Emit: func(rec audit.Record) {
 				r.c.Publish(Event{Kind: rec.Event, Tool: rec.Tool, Outcome: rec.Outcome, MS: rec.DurationMS})
 			}})
@@ -135,7 +135,7 @@ func BenchmarkCallWithSubscribers(b *testing.B) {
 func BenchmarkPublish(b *testing.B) {
 	for _, n := range []int{0, 50} {
 		b.Run("subscribers"+strconv.Itoa(n), func(b *testing.B) {
-			r := newRig(&testing.T{})
+			r := newRig(b)
 			cancel, _, wg := openStreams(b, r, n)
 			b.ReportAllocs()
 			for b.Loop() {

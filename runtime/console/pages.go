@@ -34,7 +34,7 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, status int, name 
 	data["Page"] = name
 	data["Viewer"] = viewerFrom(r.Context())
 	data["Replica"] = c.opts.Replica
-	data["Workspaces"] = c.workspaceNames()
+	data["Workspaces"] = c.workspaceNames(r.Context())
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	if err := pages.ExecuteTemplate(w, name+".html", data); err != nil {
@@ -128,7 +128,7 @@ func (c *Console) pageBackend(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Slice(facts, func(i, j int) bool { return facts[i][0] < facts[j][0] })
 	var recent []Event
-	for _, e := range c.hub.recent(ringSize) {
+	for _, e := range c.visibleRecent(r.Context(), ringSize) {
 		if (e.Backend == r.PathValue("name") || strings.HasPrefix(e.Tool, r.PathValue("name")+".")) && e.Outcome != "" && e.Outcome != "ok" && len(recent) < 20 {
 			recent = append(recent, e)
 		}
@@ -148,13 +148,12 @@ func (c *Console) pageSearch(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) pageLog(w http.ResponseWriter, r *http.Request) {
-	c.page(w, r, http.StatusOK, "log", map[string]any{"Events": c.hub.recent(100)})
+	c.page(w, r, http.StatusOK, "log", map[string]any{"Events": c.visibleRecent(r.Context(), 100)})
 }
 
 func (c *Console) pageWorkspace(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	root := c.root(name)
-	if root == nil {
+	if c.readable(r.Context(), name) == nil {
 		c.page(w, r, http.StatusNotFound, "missing", map[string]any{"What": "workspace " + name})
 		return
 	}
@@ -192,7 +191,7 @@ func parentOf(rel string) string {
 // output; it works without JavaScript.
 func (c *Console) pageExec(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if c.root(name) == nil {
+	if c.readable(r.Context(), name) == nil {
 		c.page(w, r, http.StatusNotFound, "missing", map[string]any{"What": "workspace " + name})
 		return
 	}

@@ -1,7 +1,9 @@
 package console
 
 import (
+	"archive/tar"
 	"bufio"
+	"compress/gzip"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -9,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"math/big"
 	"net/http"
 	"net/http/cookiejar"
@@ -18,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,7 +62,7 @@ type provider struct {
 	mint  func(nonce string) string
 }
 
-func newProvider(t *testing.T) *provider {
+func newProvider(t testing.TB) *provider {
 	p := &provider{}
 	p.key, _ = rsa.GenerateKey(rand.Reader, 2048)
 	mux := http.NewServeMux()
@@ -124,7 +128,13 @@ type rig struct {
 	root string
 }
 
-func newRig(t *testing.T, allowed ...string) *rig {
+func newRig(t testing.TB, allowed ...string) *rig {
+	return newRigWith(t, Options{}, true, allowed...)
+}
+
+// newRigWith is newRig with extra options (Allows, ScrubText) and a front
+// door that checks tokens (tokens) or only lets loopback in.
+func newRigWith(t testing.TB, extra Options, tokens bool, allowed ...string) *rig {
 	p := newProvider(t)
 	dir := t.TempDir()
 	root := filepath.Join(dir, "ws")
@@ -139,14 +149,18 @@ func newRig(t *testing.T, allowed ...string) *rig {
 		allowed = []string{"group:ops"}
 	}
 	c := New(Options{Config: config.Console{Enabled: true, OIDC: &config.OIDC{Issuer: p.srv.URL, ClientID: "console", ClientSecret: "s3cret"}, Allowed: allowed},
-		Source: source{}, Caller: bash{}, Workspaces: map[string]string{"ws": root}, Replica: "r1"})
+		Source: source{}, Caller: bash{}, Workspaces: map[string]string{"ws": root}, Replica: "r1", Allows: extra.Allows, ScrubText: extra.ScrubText})
 	t.Cleanup(c.Close)
-	g, err := httpauth.New(config.HTTP{AuthToken: "api-token"}, httpauth.Options{Addr: "127.0.0.1:1"})
+	front := config.HTTP{AuthToken: "api-token"}
+	if !tokens {
+		front = config.HTTP{}
+	}
+	g, err := httpauth.New(front, httpauth.Options{Addr: "127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &rig{c: c, p: p, root: root}
-	r.srv = httptest.NewServer(c.Handler(g.Protect))
+	r.srv = httptest.NewServer(c.Handler(g.Protect, g.AuthRequired()))
 	t.Cleanup(r.srv.Close)
 	return r
 }
@@ -388,9 +402,20 @@ func TestNothingFromOutsideTheRoot(t *testing.T) {
 			}
 		}
 	}
-	code, body := get("/api/v1/workspaces/ws/download")
-	if code != http.StatusOK || strings.Contains(body, "PLANTED-OUTSIDE") {
-		t.Errorf("download: %d, or it holds the planted file", code)
+	req, _ := http.NewRequest("GET", r.srv.URL+"/api/v1/workspaces/ws/download", nil)
+	req.Header.Set("Authorization", "Bearer api-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("download: %v %v", resp.Status, err)
+	}
+	files := untar(t, resp)
+	if len(files) == 0 || files["in.txt"] != "inside" {
+		t.Errorf("download lacks in.txt: %v", files)
+	}
+	for name, content := range files {
+		if strings.Contains(content, "PLANTED-OUTSIDE") || strings.Contains(name, "secret") {
+			t.Errorf("download holds %s from outside the root", name)
+		}
 	}
 	if code, body := get("/api/v1/workspaces/ws/file?path=in.txt"); code != http.StatusOK || body != "inside\n" {
 		t.Errorf("file inside: %d %q", code, body)
@@ -447,7 +472,7 @@ func TestSessionWorksOnEveryReplica(t *testing.T) {
 		other := New(Options{Config: config.Console{Enabled: true, OIDC: &config.OIDC{Issuer: r.p.srv.URL, ClientID: "console", ClientSecret: secret},
 			Allowed: []string{"group:ops"}}, Source: source{}, Caller: bash{}, Replica: "r2"})
 		g, _ := httpauth.New(config.HTTP{AuthToken: "api-token"}, httpauth.Options{Addr: "127.0.0.1:1"})
-		srv := httptest.NewServer(other.Handler(g.Protect))
+		srv := httptest.NewServer(other.Handler(g.Protect, g.AuthRequired()))
 		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/backends", nil)
 		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: cookie})
 		resp, err := http.DefaultClient.Do(req)
@@ -460,5 +485,140 @@ func TestSessionWorksOnEveryReplica(t *testing.T) {
 		}
 		srv.Close()
 		other.Close()
+	}
+}
+
+// untar reads a tar.gz response into name → content.
+func untar(t *testing.T, resp *http.Response) map[string]string {
+	t.Helper()
+	defer resp.Body.Close()
+	gz, err := gzip.NewReader(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	out := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("the archive is not whole: %v", err)
+		}
+		b, _ := io.ReadAll(tr)
+		out[h.Name] = string(b)
+	}
+}
+
+// TestPolicyDecidesWorkspacesAndEvents: an identity that may not use a
+// workspace's Read does not see the workspace (list, tree, file,
+// download) nor the calls of tools it may not use in the live log.
+func TestPolicyDecidesWorkspacesAndEvents(t *testing.T) {
+	deny := func(ctx context.Context, backend, tool string) bool {
+		id, _ := toolcall.IdentityFrom(ctx)
+		return id.Kind != config.KindToken || (backend != "ws" && tool != "secret_tool")
+	}
+	r := newRigWith(t, Options{Allows: deny}, true)
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", r.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer api-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, readAll(resp)
+	}
+	if _, body := get("/api/v1/workspaces"); strings.Contains(body, `"ws"`) {
+		t.Errorf("workspaces lists ws: %s", body)
+	}
+	for _, p := range []string{"tree", "file?path=in.txt", "download"} {
+		if code, body := get("/api/v1/workspaces/ws/" + p); code != http.StatusNotFound || strings.Contains(body, "inside") {
+			t.Errorf("%s for an identity denied ws.Read: %d %q", p, code, body)
+		}
+	}
+	r.c.Publish(Event{Kind: "call", Tool: "b.secret_tool"})
+	r.c.Publish(Event{Kind: "call", Tool: "b.open_tool"})
+	req, _ := http.NewRequest("GET", r.srv.URL+"/api/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer api-token")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, "data: ") {
+			if strings.Contains(line, "secret_tool") {
+				t.Errorf("the stream shows a call of a tool the identity may not use: %s", line)
+			}
+			if strings.Contains(line, "open_tool") {
+				return
+			}
+		}
+	}
+	t.Fatal("the visible event never arrived")
+}
+
+// TestLoginIsAWallOnLoopback: with a login configured and no tokens at
+// the front door, loopback alone does not get in.
+func TestLoginIsAWallOnLoopback(t *testing.T) {
+	r := newRigWith(t, Options{}, false)
+	for _, c := range []struct{ method, path, auth string }{
+		{"GET", "/api/v1/backends", ""}, {"GET", "/console/", "Bearer x"}, {"POST", "/api/v1/workspaces/ws/exec", ""},
+	} {
+		req, _ := http.NewRequest(c.method, r.srv.URL+c.path, strings.NewReader(`{"command":"id"}`))
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := browser(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(resp)
+		if (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusFound) || strings.Contains(body, "ran ") || strings.Contains(body, "kiln://") {
+			t.Errorf("%s %s on loopback without a session: %d %q", c.method, c.path, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestAllowedEmailMustBeVerified: allowed names a person by email only
+// when the provider verified it.
+func TestAllowedEmailMustBeVerified(t *testing.T) {
+	r := newRig(t, "alice@example.test")
+	for verified, want := range map[bool]int{false: http.StatusForbidden, true: http.StatusOK} {
+		b := browser(t)
+		if code := r.login(t, b, func(n string) string {
+			return r.p.token("RS256", map[string]any{"nonce": n, "email_verified": verified, "groups": nil})
+		}, nil); code != http.StatusOK {
+			t.Fatalf("login %d", code)
+		}
+		resp, _ := b.Get(r.srv.URL + "/api/v1/backends")
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("email_verified %v: %d, want %d", verified, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestFileViewRefusesFIFOs: a FIFO in the workspace is refused at once,
+// not read forever.
+func TestFileViewRefusesFIFOs(t *testing.T) {
+	r := newRig(t)
+	if err := syscall.Mkfifo(filepath.Join(r.root, "pipe"), 0o644); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	req, _ := http.NewRequest("GET", r.srv.URL+"/api/v1/workspaces/ws/file?path=pipe", nil)
+	req.Header.Set("Authorization", "Bearer api-token")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("the file view hung on a FIFO: %v", err)
+	}
+	if body := readAll(resp); resp.StatusCode == http.StatusOK || !strings.Contains(body, "not a regular file") {
+		t.Errorf("%d %q", resp.StatusCode, body)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/console"
 	"github.com/kilnmcp/kiln/runtime/httpauth"
+	"github.com/kilnmcp/kiln/runtime/policy"
 	"github.com/kilnmcp/kiln/runtime/scrub"
 	"github.com/kilnmcp/kiln/runtime/server"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
@@ -75,7 +77,8 @@ func (f *consoleFeed) backendEvent(backend, event string) {
 }
 
 // startConsole builds the console over srv once the server exists.
-func (f *consoleFeed) startConsole(cfg *config.Config, srv *server.Server, caller toolcall.Caller, scrubber *scrub.Scrubber, replica string, log *slog.Logger) *console.Console {
+func (f *consoleFeed) startConsole(cfg *config.Config, srv *server.Server, caller toolcall.Caller, guard *policy.Guard, resolve policy.Resolver,
+	scrubber *scrub.Scrubber, replica string, log *slog.Logger) *console.Console {
 	if f == nil {
 		return nil
 	}
@@ -85,7 +88,14 @@ func (f *consoleFeed) startConsole(cfg *config.Config, srv *server.Server, calle
 			ws[b.Name] = b.Workspace.Root
 		}
 	}
-	c := console.New(console.Options{Config: cfg.Gateway.Console, Source: srv, Caller: caller, Scrub: scrubber.Result,
+	allows := func(ctx context.Context, backend, tool string) bool {
+		t, ok := resolve(backend, tool)
+		if !ok {
+			t = policy.Tool{Backend: backend, Name: tool, Unlisted: true}
+		}
+		return guard.Allows(ctx, t)
+	}
+	c := console.New(console.Options{Config: cfg.Gateway.Console, Source: srv, Caller: caller, Allows: allows, Scrub: scrubber.Result,
 		ScrubText: scrubber.String, Workspaces: ws, Replica: replica, Logger: log})
 	f.console.Store(c)
 	return c
@@ -98,7 +108,7 @@ func withConsole(c *console.Console, open func(*httpauth.Guard, http.Handler) ht
 		if c == nil {
 			return h
 		}
-		ch := c.Handler(g.Protect)
+		ch := c.Handler(g.Protect, g.AuthRequired())
 		mux := http.NewServeMux()
 		mux.Handle("/console/", ch)
 		mux.Handle("/api/v1/", ch)

@@ -355,9 +355,11 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return exitOK
 	}
-	cons := feed.startConsole(cfg, srv, caller, scrubber, replica, log)
+	cons := feed.startConsole(cfg, srv, caller, guard, resolveTool(reg), scrubber, replica, log)
 	if cons != nil {
-		defer cons.Close()
+		// Streams end when the server starts shutting down, so an open
+		// console tab does not hold the drain for its whole timeout.
+		front.onShutdown = cons.Close
 		go cons.WatchBackends(ctx, 500*time.Millisecond)
 	}
 	front.open = withConsole(cons, op.frontRoutes)
@@ -393,6 +395,8 @@ type frontDoor struct {
 	// open, when set, adds the routes served beside the guarded MCP
 	// handler (probes, metrics).
 	open func(g *httpauth.Guard, guarded http.Handler) http.Handler
+	// onShutdown, when set, runs as the HTTP server starts shutting down.
+	onShutdown func()
 }
 
 func openFrontDoor(addr string, cfg *config.Config, log *slog.Logger) (*frontDoor, error) {
@@ -437,6 +441,9 @@ func (f *frontDoor) serve(ctx context.Context, h http.Handler, stderr io.Writer)
 	hs := &http.Server{Handler: h,
 		ReadHeaderTimeout: min(10*time.Second, cmp.Or(f.cfg.ReadTimeout, httpauth.DefaultReadTimeout)),
 		IdleTimeout:       max(f.cfg.ReadTimeout, time.Minute),
+	}
+	if f.onShutdown != nil {
+		hs.RegisterOnShutdown(f.onShutdown)
 	}
 	sweepCtx, stopSweep := context.WithCancel(ctx)
 	defer stopSweep()
