@@ -434,7 +434,9 @@ func (w *Workspace) declRanges(ctx context.Context, s *langServer, locs []lsp.Lo
 }
 
 func contains(r lsp.Range, p lsp.Position) bool {
-	before := func(a, b lsp.Position) bool { return a.Line < b.Line || (a.Line == b.Line && a.Character <= b.Character) }
+	before := func(a, b lsp.Position) bool {
+		return a.Line < b.Line || (a.Line == b.Line && a.Character <= b.Character)
+	}
 	return r != (lsp.Range{}) && before(r.Start, p) && before(p, r.End)
 }
 
