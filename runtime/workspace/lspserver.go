@@ -187,8 +187,11 @@ type langServer struct {
 	// exit is not a crash.
 	stopping bool
 
-	mu       sync.Mutex
-	docs     map[string]*openDoc // by URI
+	mu   sync.Mutex
+	docs map[string]*openDoc // by URI
+	// ready is set once the first document was opened and its project
+	// loaded (awaitProject).
+	ready    bool
 	busy     int
 	lastUsed time.Time
 	idle     *time.Timer
@@ -340,9 +343,11 @@ func (w *Workspace) startServer(ctx context.Context, tool, key, lang string) (*l
 	defer cancel()
 	var opts any
 	if key == "typescript" {
-		opts = map[string]any{"preferences": map[string]any{"includeCompletionsForModuleExports": false}}
+		// Without it a rename keeps every re-export's public name
+		// (export { Round as Circle }) instead of renaming through it.
+		opts = map[string]any{"preferences": map[string]any{"providePrefixAndSuffixTextForRename": false}}
 	}
-	if _, err := s.conn.Initialize(ictx, os.Getpid(), w.root.dir, opts); err != nil {
+	if _, err := s.conn.Initialize(ictx, w.root.dir, opts); err != nil {
 		s.stop()
 		<-s.proc.done
 		return nil, fmt.Errorf("%s: the %s language server (%s) did not start: %v%s", tool, title, strings.Join(argv, " "), err, s.stderrTail())

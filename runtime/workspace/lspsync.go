@@ -69,13 +69,46 @@ func (s *langServer) sync(w *Workspace, rel string) (uri, text string, sent bool
 	switch {
 	case d == nil:
 		s.docs[uri] = &openDoc{version: 1, text: text}
-		return uri, text, true, s.conn.DidOpen(uri, languageID(rel), text)
+		if err := s.conn.DidOpen(uri, languageID(rel), text); err != nil {
+			return uri, text, true, err
+		}
+		if !s.ready {
+			s.awaitProject(uri)
+		}
+		return uri, text, true, nil
 	case d.text != text:
 		d.version++
 		d.text = text
 		return uri, text, true, s.conn.DidChange(uri, d.version, text)
 	}
 	return uri, text, false, nil
+}
+
+// lspProjectWait bounds the wait for a server to load the project of the
+// first file it opens.
+const lspProjectWait = 20 * time.Second
+
+// awaitProject waits, once per server, for the project of the first
+// opened document to load: typescript-language-server answers at once
+// while tsserver still loads it, with "any" for every imported name and
+// no workspace symbols. Its first diagnostics for the document come once
+// the project is loaded. Other servers answer only once they are ready.
+func (s *langServer) awaitProject(uri string) {
+	s.ready = true
+	if s.key != "typescript" {
+		return
+	}
+	t := time.NewTimer(lspProjectWait)
+	defer t.Stop()
+	for s.conn.Diagnostics(uri).Seq == 0 {
+		select {
+		case <-s.conn.DiagnosticsChanged():
+		case <-t.C:
+			return
+		case <-s.conn.Done():
+			return
+		}
+	}
 }
 
 // syncOpen brings every document the server has open up to date with

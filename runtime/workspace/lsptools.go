@@ -197,7 +197,7 @@ func (w *Workspace) findSymbol(ctx context.Context, tool string, s *langServer, 
 	var hits []symbolHit
 	seen := map[string]bool{}
 	for _, sym := range syms {
-		if !symbolMatches(q, sym) {
+		if !symbolMatches(q, sym) && !w.matchesInside(ctx, s, q, sym) {
 			continue
 		}
 		rel, ok := w.relOf(sym.Location.URI)
@@ -220,6 +220,9 @@ func (w *Workspace) findSymbol(ctx context.Context, tool string, s *langServer, 
 		seen[key] = true
 		hits = append(hits, symbolHit{sym: sym, rel: rel, text: text, pos: pos})
 	}
+	if len(hits) > 1 {
+		hits = w.dropAliases(ctx, s, hits)
+	}
 	if len(hits) == 0 {
 		where := "the workspace"
 		if t.FilePath != "" {
@@ -228,6 +231,70 @@ func (w *Workspace) findSymbol(ctx context.Context, tool string, s *langServer, 
 		return nil, toolcall.Errorf("%s: no declaration named %q in %s (the %s language server's symbols); check the name with workspace_symbols or Grep", tool, q, where, langTitle[s.lang])
 	}
 	return hits, nil
+}
+
+// matchesInside reports whether a symbol the server gave without its
+// container (typescript-language-server's workspace symbols have none)
+// is what a qualified q names, by the enclosing declaration in its
+// file's document symbols.
+func (w *Workspace) matchesInside(ctx context.Context, s *langServer, q string, sym lsp.Symbol) bool {
+	bare := q[strings.LastIndexByte(q, '.')+1:]
+	if sym.Container != "" || !strings.Contains(q, ".") || sym.Name != bare {
+		return false
+	}
+	rel, ok := w.relOf(sym.Location.URI)
+	if !ok {
+		return false
+	}
+	uri, _, _, err := s.sync(w, rel)
+	if err != nil {
+		return false
+	}
+	doc, err := s.conn.DocumentSymbols(ctx, uri)
+	if err != nil {
+		return false
+	}
+	for _, d := range doc {
+		if d.Name == sym.Name && d.Container != "" && contains(d.Location.Range, sym.Location.Range.Start) {
+			sym.Container = d.Container
+			return symbolMatches(q, sym)
+		}
+	}
+	return false
+}
+
+// aliasLineRE matches a line that imports or re-exports names.
+var aliasLineRE = regexp.MustCompile(`^\s*(import\b|from\s+\S+\s+import\b|export\s*(\{|\*|type\s*\{))`)
+
+// dropAliases leaves out matches that are not declarations but names
+// bound to one (an import, a re-export: TypeScript and Python list them
+// as symbols): those whose definition lies elsewhere. When every match
+// is one, they are kept.
+func (w *Workspace) dropAliases(ctx context.Context, s *langServer, hits []symbolHit) []symbolHit {
+	var out []symbolHit
+	for _, h := range hits {
+		if lines := lsp.Lines(h.text); h.pos.Line < len(lines) && aliasLineRE.MatchString(lines[h.pos.Line]) {
+			continue // tsserver's definition of a re-export is the re-export
+		}
+		locs, err := s.conn.Definition(ctx, w.uriOf(h.rel), h.pos)
+		if err != nil || len(locs) == 0 {
+			out = append(out, h)
+			continue
+		}
+		elsewhere := false
+		for _, l := range locs {
+			if rel, ok := w.relOf(l.URI); !ok || rel != h.rel || !contains(l.Range, h.pos) {
+				elsewhere = true
+			}
+		}
+		if !elsewhere {
+			out = append(out, h)
+		}
+	}
+	if len(out) == 0 {
+		return hits
+	}
+	return out
 }
 
 // nameIn finds name as a whole word from r's start (a symbol's range may

@@ -110,8 +110,10 @@ func posParams(uri string, p Position) map[string]any {
 }
 
 // Initialize performs the handshake for a server rooted at root and
-// reports the server's name.
-func (c *Conn) Initialize(ctx context.Context, pid int, root string, options any) (string, error) {
+// reports the server's name. processId is null: a server in its own PID
+// namespace cannot see the client's process, and typescript-language-server
+// exits at once when the process it was told to watch looks gone.
+func (c *Conn) Initialize(ctx context.Context, root string, options any) (string, error) {
 	caps := map[string]any{
 		"general":   map[string]any{"positionEncodings": []string{"utf-16"}},
 		"workspace": map[string]any{"workspaceFolders": true, "configuration": true, "symbol": map[string]any{}, "didChangeWatchedFiles": map[string]any{"dynamicRegistration": false}},
@@ -126,7 +128,7 @@ func (c *Conn) Initialize(ctx context.Context, pid int, root string, options any
 		},
 		"window": map[string]any{"workDoneProgress": false},
 	}
-	params := map[string]any{"processId": pid, "rootUri": URI(root), "rootPath": root, "capabilities": caps,
+	params := map[string]any{"processId": nil, "rootUri": URI(root), "rootPath": root, "capabilities": caps,
 		"workspaceFolders": []any{map[string]any{"uri": URI(root), "name": filepath.Base(root)}}}
 	if options != nil {
 		params["initializationOptions"] = options
