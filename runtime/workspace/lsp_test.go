@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -324,6 +325,12 @@ func TestLSPLifecycle(t *testing.T) {
 	fp, gp := pids[f], pids[g]
 	if fp == 0 || gp == 0 || fp == gp {
 		t.Fatalf("servers: %v and %v, want one each", f.w.ServerPIDs(), g.w.ServerPIDs())
+	}
+	// Confined like Bash: without network: true, its own empty network
+	// namespace.
+	own, _ := os.Readlink("/proc/self/ns/net")
+	if theirs, err := os.Readlink("/proc/" + strconv.Itoa(gp) + "/ns/net"); err != nil || theirs == own {
+		t.Errorf("the server's network namespace is %q (%v), kiln's %q", theirs, err, own)
 	}
 
 	t.Run("idle", func(t *testing.T) {

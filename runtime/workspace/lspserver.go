@@ -166,6 +166,8 @@ type lspSet struct {
 	starting map[string]*sync.Mutex
 	crashes  map[string]*crashState
 	closed   bool
+	// reaping counts idle servers being stopped, which Close waits for.
+	reaping sync.WaitGroup
 }
 
 // crashState remembers a server's crashes in a row, when it may start
@@ -440,10 +442,14 @@ func (w *Workspace) reapIdle(s *langServer, idle time.Duration) {
 		return
 	}
 	s.mu.Unlock()
-	if set.servers[s.key] == s {
-		delete(set.servers, s.key)
+	if set.servers[s.key] != s {
+		set.mu.Unlock()
+		return // stopped already, by Close
 	}
+	delete(set.servers, s.key)
+	set.reaping.Add(1)
 	set.mu.Unlock()
+	defer set.reaping.Done()
 	w.log.Info("workspace: language server idle, stopped", "backend", w.name, "language", s.key, "idle", idle)
 	s.stop()
 }
@@ -486,6 +492,7 @@ func (w *Workspace) stopServers() {
 		wg.Go(s.stop)
 	}
 	wg.Wait()
+	set.reaping.Wait()
 }
 
 // ServerPIDs lists the process IDs of the running language servers by
