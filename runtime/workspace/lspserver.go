@@ -32,7 +32,7 @@ import (
 const (
 	lspStartTimeout   = 60 * time.Second // process start and initialize (gopls loads the module)
 	lspRequestTimeout = 30 * time.Second
-	lspStopTimeout    = 2 * time.Second // shutdown before the kill
+	lspStopTimeout    = 500 * time.Millisecond // for shutdown, then for exit, before the kill: gopls busy diagnosing answers neither sooner, and a server keeps nothing that matters
 	lspMaxBackoff     = 30 * time.Second
 	// lspStderrMax is how much of a server's stderr a crash report quotes.
 	lspStderrMax = 600

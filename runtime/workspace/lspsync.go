@@ -127,9 +127,9 @@ func (s *langServer) syncOpen(w *Workspace) {
 	}
 }
 
-// lspChanged tells the running servers that kiln's own tools changed
-// rel: an open document gets its new text, any other file a
-// didChangeWatchedFiles, so the next query sees the change.
+// lspChanged tells the running server of rel's language that kiln's own
+// tools changed rel: the file is opened with, or changed to, its new
+// text, so the next query sees the change.
 func (w *Workspace) lspChanged(rel string) *langServer {
 	lang := langOf(rel)
 	if lang == "" {
@@ -139,15 +139,10 @@ func (w *Workspace) lspChanged(rel string) *langServer {
 	if s == nil {
 		return nil
 	}
-	uri := w.uriOf(rel)
-	s.mu.Lock()
-	_, open := s.docs[uri]
-	s.mu.Unlock()
-	if open {
-		_, _, _, _ = s.sync(w, rel)
-	} else {
-		_ = s.conn.DidChangeWatchedFiles([]string{uri})
-	}
+	// Opened, not only announced as changed on disk: gopls took a
+	// didChangeWatchedFiles without updating its workspace symbols.
+	_ = s.conn.DidChangeWatchedFiles([]string{w.uriOf(rel)})
+	_, _, _, _ = s.sync(w, rel)
 	return s
 }
 

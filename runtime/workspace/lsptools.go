@@ -616,7 +616,7 @@ func workspaceSymbolsTool(w *Workspace, ctx context.Context, raw json.RawMessage
 	}
 	var b strings.Builder
 	var errs []string
-	total := 0
+	total, outsideAll := 0, 0
 	for _, lang := range langs {
 		res := w.withServer(ctx, tool, lang, func(ctx context.Context, s *langServer) *toolcall.Result {
 			w.primeProject(ctx, s)
@@ -636,6 +636,7 @@ func workspaceSymbolsTool(w *Workspace, ctx context.Context, raw json.RawMessage
 				lines = append(lines, fmt.Sprintf("%s %s  %s:%d:%d-%d", lsp.KindName(sym.Kind), qualified(sym), p.rel, p.start.Line+1, p.start.Character+1, p.end.Line+1))
 			}
 			if len(lines) == 0 {
+				outsideAll += outside
 				return toolcall.Text("")
 			}
 			total += len(lines)
@@ -656,7 +657,7 @@ func workspaceSymbolsTool(w *Workspace, ctx context.Context, raw json.RawMessage
 		if len(errs) > 0 {
 			return toolcall.Errorf("%s", strings.Join(errs, "\n"))
 		}
-		return toolcall.Text(fmt.Sprintf("No symbol matches %q", a.Query))
+		return toolcall.Text(fmt.Sprintf("No symbol inside the workspace root matches %q%s", a.Query, outsideNote(outsideAll, "symbol(s)")))
 	}
 	for _, e := range errs {
 		b.WriteString("\n" + e + "\n")
