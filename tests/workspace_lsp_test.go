@@ -48,10 +48,10 @@ func lspBin(t *testing.T) string {
 
 var lspProjects = map[string]map[string]string{
 	"gomod": {
-		"go.mod":         "module example.com/shapes\n\ngo 1.22\n",
-		"shape/shape.go": "package shape\n\n// Shape has an area.\ntype Shape interface {\n\tArea() float64\n}\n\n// Total sums the areas.\nfunc Total(shapes []Shape) float64 {\n\tt := 0.0\n\tfor _, s := range shapes {\n\t\tt += s.Area()\n\t}\n\treturn t\n}\n",
-		"shape/circle.go": "package shape\n\n// Circle is round.\ntype Circle struct{ R float64 }\n\n// Area is pi r squared.\nfunc (c Circle) Area() float64 { return 3.14 * c.R * c.R }\n",
-		"shape/square.go": "package shape\n\n// Square has four equal sides.\ntype Square struct{ S float64 }\n\n// Area is the side squared.\nfunc (s Square) Area() float64 { return s.S * s.S }\n",
+		"go.mod":           "module example.com/shapes\n\ngo 1.22\n",
+		"shape/shape.go":   "package shape\n\n// Shape has an area.\ntype Shape interface {\n\tArea() float64\n}\n\n// Total sums the areas.\nfunc Total(shapes []Shape) float64 {\n\tt := 0.0\n\tfor _, s := range shapes {\n\t\tt += s.Area()\n\t}\n\treturn t\n}\n",
+		"shape/circle.go":  "package shape\n\n// Circle is round.\ntype Circle struct{ R float64 }\n\n// Area is pi r squared.\nfunc (c Circle) Area() float64 { return 3.14 * c.R * c.R }\n",
+		"shape/square.go":  "package shape\n\n// Square has four equal sides.\ntype Square struct{ S float64 }\n\n// Area is the side squared.\nfunc (s Square) Area() float64 { return s.S * s.S }\n",
 		"report/report.go": "package report\n\nimport \"example.com/shapes/shape\"\n\n// Line describes the total area of shapes.\nfunc Line(shapes []shape.Shape) float64 { return shape.Total(shapes) }\n",
 		"main.go":          "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/shapes/shape\"\n)\n\nfunc main() {\n\tc := shape.Circle{R: 1}\n\tfmt.Println(c.Area(), shape.Total([]shape.Shape{c, shape.Square{S: 2}}))\n}\n",
 	},
