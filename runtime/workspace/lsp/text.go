@@ -20,8 +20,7 @@ func Lines(text string) []string {
 // UTF-16 code units; past the end it clamps to the line's end.
 func UTF16Col(line string, runes int) int {
 	n := 0
-	for i, r := range line {
-		_ = i
+	for _, r := range line {
 		if runes == 0 {
 			break
 		}
