@@ -154,6 +154,12 @@ func TestLSPTypeScript(t *testing.T) {
 	}
 
 	before := f.read("src/main.ts")
+	// tsserver proposes a clash with the Square already imported beside
+	// it; its diagnostics of the trial show it.
+	got = f.expectErr("rename_symbol", map[string]any{"symbol": "Circle", "new_name": "Square"}, "would introduce errors the TypeScript language server reports")
+	if !strings.Contains(got, "src/main.ts:1: Duplicate identifier 'Square'.") {
+		t.Errorf("clash refused without its reason:\n%s", got)
+	}
 	f.expectErr("rename_symbol", map[string]any{"symbol": "Circle", "new_name": "class"}, "not a valid TypeScript identifier")
 	f.expectErr("rename_symbol", map[string]any{"symbol": "Circle", "new_name": "a-b"}, "nothing was written")
 	if f.read("src/main.ts") != before {
@@ -206,6 +212,11 @@ func TestLSPPython(t *testing.T) {
 	}
 
 	f.expectErr("rename_symbol", map[string]any{"symbol": "Animal", "new_name": "class"}, "not a valid Python identifier")
+	f.write("zoo/util.py", "def loud(x: str) -> str:\n    return x.upper()\n\n\ndef quiet(x: str) -> str:\n    return x.lower()\n")
+	f.expectErr("rename_symbol", map[string]any{"symbol": "quiet", "new_name": "loud"}, `zoo/util.py:1: Function declaration "loud" is obscured by a declaration of the same name`)
+	if f.read("zoo/util.py") != "def loud(x: str) -> str:\n    return x.upper()\n\n\ndef quiet(x: str) -> str:\n    return x.lower()\n" {
+		t.Fatal("a refused rename wrote util.py")
+	}
 	if f.read("zoo/animal.py") != pyZoo["zoo/animal.py"] {
 		t.Fatal("a refused rename wrote animal.py")
 	}

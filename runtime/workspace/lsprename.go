@@ -90,6 +90,13 @@ func renameSymbolTool(w *Workspace, ctx context.Context, raw json.RawMessage) *t
 		if fail != nil {
 			return fail
 		}
+		if s.key != "go" {
+			// gopls checks a rename itself; tsserver and pyright do not.
+			if errs := w.trialEdit(ctx, s, changes); len(errs) > 0 {
+				return toolcall.Errorf("%s: the rename would introduce errors the %s language server reports (a name clash?), so it was refused and nothing was written:\n%s",
+					tool, langTitle[s.lang], w.capText(strings.Join(errs, "\n")))
+			}
+		}
 		edits := 0
 		for _, e := range we.Changes {
 			edits += len(e)
@@ -231,4 +238,62 @@ func langNames(langs []string) []string {
 		out[i] = langTitle[l]
 	}
 	return out
+}
+
+// trialEdit shows the server the changed texts without writing them and
+// returns the errors they add, then puts the server's copies back: a
+// rename tsserver or pyright proposes may clash with a name already in
+// scope, which they do not check, but which their diagnostics show.
+func (w *Workspace) trialEdit(ctx context.Context, s *langServer, changes []fileChange) []string {
+	errorsNow := func() map[string]bool {
+		out := map[string]bool{}
+		for uri, d := range s.conn.AllDiagnostics() {
+			rel, ok := w.relOf(uri)
+			if !ok {
+				continue
+			}
+			for _, item := range d.Items {
+				if lsp.SeverityName(item.Severity) == "error" {
+					out[fmt.Sprintf("%s:%d: %s", rel, item.Range.Start.Line+1, strings.ReplaceAll(item.Message, "\n", " "))] = true
+				}
+			}
+		}
+		return out
+	}
+	before := s.conn.Published()
+	fresh := false
+	for _, c := range changes {
+		_, _, sent, _ := s.sync(w, c.rel)
+		fresh = fresh || sent
+	}
+	s.waitPublished(ctx, before, fresh, diagFeedbackWait)
+	baseline := errorsNow()
+	set := func(text func(fileChange) []byte) {
+		for _, c := range changes {
+			uri := w.uriOf(c.rel)
+			s.mu.Lock()
+			d := s.docs[uri]
+			if d == nil {
+				s.mu.Unlock()
+				continue
+			}
+			d.version++
+			d.text = string(text(c))
+			v := d.version
+			s.mu.Unlock()
+			_ = s.conn.DidChange(uri, v, d.text)
+		}
+	}
+	before = s.conn.Published()
+	set(func(c fileChange) []byte { return c.new })
+	s.waitPublished(ctx, before, true, diagToolWait)
+	var added []string
+	for e := range errorsNow() {
+		if !baseline[e] {
+			added = append(added, e)
+		}
+	}
+	set(func(c fileChange) []byte { return c.old })
+	slices.Sort(added)
+	return added
 }

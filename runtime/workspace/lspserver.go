@@ -193,7 +193,9 @@ type langServer struct {
 	docs map[string]*openDoc // by URI
 	// ready is set once the first document was opened and its project
 	// loaded (awaitProject).
-	ready    bool
+	ready bool
+	// files are the language's files on disk at the last scan (scanDisk).
+	files    map[string]stamp
 	busy     int
 	lastUsed time.Time
 	idle     *time.Timer

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -91,11 +92,12 @@ const lspProjectWait = 20 * time.Second
 // awaitProject waits, once per server, for the project of the first
 // opened document to load: typescript-language-server answers at once
 // while tsserver still loads it, with "any" for every imported name and
-// no workspace symbols. Its first diagnostics for the document come once
-// the project is loaded. Other servers answer only once they are ready.
+// no workspace symbols, and pyright has no workspace symbols before it
+// analysed a first file. Their first diagnostics for the document come
+// once that is done. gopls answers only once it is ready.
 func (s *langServer) awaitProject(uri string) {
 	s.ready = true
-	if s.key != "typescript" {
+	if s.key == "go" {
 		return
 	}
 	t := time.NewTimer(lspProjectWait)
@@ -121,8 +123,75 @@ func (s *langServer) syncOpen(w *Workspace) {
 	}
 	s.mu.Unlock()
 	for _, u := range uris {
-		if rel, ok := w.relOf(u); ok {
-			_, _, _, _ = s.sync(w, rel)
+		rel, ok := w.relOf(u)
+		if ok {
+			_, _, _, err := s.sync(w, rel)
+			ok = !errors.Is(err, os.ErrNotExist)
+		}
+		if !ok { // deleted, or replaced by a link leading out
+			s.mu.Lock()
+			delete(s.docs, u)
+			s.mu.Unlock()
+			_ = s.conn.DidClose(u)
+		}
+	}
+}
+
+// diskScanMax bounds the files of a language scanNow compares; past it,
+// changes made outside kiln's tools go unannounced.
+const diskScanMax = 5000
+
+// stamp is what tells a file changed: its modification time and size.
+type stamp struct {
+	mtime int64
+	size  int64
+}
+
+// scanDisk announces to the server the files of its language created,
+// changed or deleted on disk since the last scan, by a Bash command, a
+// snapshot_restore or anything else outside kiln's write tools: servers
+// read files they have not opened from disk, and gopls and pyright keep
+// what they read until told. The first scan only records.
+func (s *langServer) scanDisk(ctx context.Context, w *Workspace) {
+	now := map[string]stamp{}
+	for _, rel := range w.langFiles(ctx, s.lang, diskScanMax) {
+		var st unix.Stat_t
+		if unix.Fstatat(w.root.fd, rel, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			now[rel] = stamp{st.Mtim.Nano(), st.Size}
+		}
+	}
+	s.mu.Lock()
+	old := s.files
+	s.files = now
+	s.mu.Unlock()
+	if old == nil {
+		return
+	}
+	var ev []lsp.FileEvent
+	for rel, st := range now {
+		if was, ok := old[rel]; !ok {
+			ev = append(ev, lsp.FileEvent{URI: w.uriOf(rel), Type: lsp.FileCreated})
+		} else if was != st {
+			ev = append(ev, lsp.FileEvent{URI: w.uriOf(rel), Type: lsp.FileChanged})
+		}
+	}
+	for rel := range old {
+		if _, ok := now[rel]; !ok {
+			ev = append(ev, lsp.FileEvent{URI: w.uriOf(rel), Type: lsp.FileDeleted})
+		}
+	}
+	if len(ev) > 0 {
+		_ = s.conn.FilesChanged(ev)
+	}
+	// New files are opened too: pyright took the event without adding
+	// the file to its workspace symbols in time for the next request.
+	opened := 0
+	for _, e := range ev {
+		if e.Type == lsp.FileCreated && opened < 50 {
+			if rel, ok := w.relOf(e.URI); ok {
+				_, _, _, _ = s.sync(w, rel)
+				opened++
+			}
 		}
 	}
 }
@@ -141,7 +210,6 @@ func (w *Workspace) lspChanged(rel string) *langServer {
 	}
 	// Opened, not only announced as changed on disk: gopls took a
 	// didChangeWatchedFiles without updating its workspace symbols.
-	_ = s.conn.DidChangeWatchedFiles([]string{w.uriOf(rel)})
 	_, _, _, _ = s.sync(w, rel)
 	return s
 }

@@ -29,6 +29,7 @@ func (w *Workspace) withServer(ctx context.Context, tool, lang string, fn func(c
 		return withNote(res, note)
 	}
 	defer w.release(s)
+	s.scanDisk(ctx, w)
 	s.syncOpen(w)
 	rctx, cancel := context.WithTimeout(ctx, lspRequestTimeout)
 	defer cancel()
@@ -130,7 +131,13 @@ func (w *Workspace) locate(ctx context.Context, tool string, s *langServer, t ta
 		return spot{}, toolcall.Errorf("%s", strings.TrimRight(b.String(), "\n"))
 	}
 	c := cands[0]
-	return spot{rel: c.rel, uri: w.uriOf(c.rel), text: c.text, lang: s.lang, pos: c.pos}, nil
+	// Requests about a document need it open (typescript-language-server
+	// knows no other).
+	uri, text, _, err := s.sync(w, c.rel)
+	if err != nil {
+		return spot{}, w.pathErr(tool, c.rel, err)
+	}
+	return spot{rel: c.rel, uri: uri, text: text, lang: s.lang, pos: c.pos}, nil
 }
 
 // symbolHit is one declaration a symbol query matched.
@@ -318,9 +325,10 @@ func nameIn(text string, r lsp.Range, name string) lsp.Position {
 
 // primeProject opens one file of the server's language when it has none
 // open: typescript-language-server loads a project only for an open
-// file, and answers workspace/symbol from loaded projects.
+// file, and answers workspace/symbol from loaded projects; pyright's
+// symbols wait for a first analysis too.
 func (w *Workspace) primeProject(ctx context.Context, s *langServer) {
-	if s.key != "typescript" {
+	if s.key == "go" {
 		return
 	}
 	s.mu.Lock()

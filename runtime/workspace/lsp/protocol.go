@@ -116,7 +116,7 @@ func posParams(uri string, p Position) map[string]any {
 func (c *Conn) Initialize(ctx context.Context, root string, options any) (string, error) {
 	caps := map[string]any{
 		"general":   map[string]any{"positionEncodings": []string{"utf-16"}},
-		"workspace": map[string]any{"workspaceFolders": true, "configuration": true, "symbol": map[string]any{}, "didChangeWatchedFiles": map[string]any{"dynamicRegistration": false}},
+		"workspace": map[string]any{"workspaceFolders": true, "configuration": true, "symbol": map[string]any{}, "didChangeWatchedFiles": map[string]any{"dynamicRegistration": true}},
 		"textDocument": map[string]any{
 			"synchronization":    map[string]any{"didSave": true},
 			"definition":         map[string]any{"linkSupport": true},
@@ -149,18 +149,33 @@ func (c *Conn) DidOpen(uri, languageID, text string) error {
 	return c.Notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{"uri": uri, "languageId": languageID, "version": 1, "text": text}})
 }
 
+// DidClose closes a document (the server reads it from disk again).
+func (c *Conn) DidClose(uri string) error {
+	return c.Notify("textDocument/didClose", map[string]any{"textDocument": docID(uri)})
+}
+
 // DidChange replaces an open document's whole text.
 func (c *Conn) DidChange(uri string, version int, text string) error {
 	return c.Notify("textDocument/didChange", map[string]any{"textDocument": map[string]any{"uri": uri, "version": version},
 		"contentChanges": []any{map[string]any{"text": text}}})
 }
 
-// DidChangeWatchedFiles tells the server files changed on disk.
-func (c *Conn) DidChangeWatchedFiles(uris []string) error {
-	var ev []any
-	for _, u := range uris {
-		ev = append(ev, map[string]any{"uri": u, "type": 2})
-	}
+// FileEvent is one file created, changed or deleted on disk.
+type FileEvent struct {
+	URI  string `json:"uri"`
+	Type int    `json:"type"`
+}
+
+// FileEvent types.
+const (
+	FileCreated = 1
+	FileChanged = 2
+	FileDeleted = 3
+)
+
+// FilesChanged tells the server files changed on disk
+// (workspace/didChangeWatchedFiles).
+func (c *Conn) FilesChanged(ev []FileEvent) error {
 	return c.Notify("workspace/didChangeWatchedFiles", map[string]any{"changes": ev})
 }
 
