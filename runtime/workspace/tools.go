@@ -172,7 +172,7 @@ var tools = []Tool{
 			"line":{"type":"integer","minimum":1,"description":"1-based line, as Read numbers lines"},
 			"column":{"type":"integer","minimum":1,"description":"1-based character column on that line"}},"required":["file_path","line","column"],"additionalProperties":false}`)},
 	{Name: "rename_symbol", writes: true, call: renameSymbolTool, hints: changes,
-		Description: "Renames a symbol and every reference to it across the project, with the language server's edit: all files written or none, every one through the workspace's path checks. Refuses, writing nothing, when the server reports a conflict or an error, when new_name is not an identifier, or when the edit would touch a file outside the root. Returns a unified diff and the post-edit check; dry_run only shows the diff." + lspNote,
+		Description: "Renames a symbol and every reference to it across the project, with the language server's edit: all files written or none, every one through the workspace's path checks. Refuses, writing nothing, when the server reports a conflict or an error (TypeScript and Python: when the renamed code would have new errors, such as a duplicate name), when new_name is not an identifier, or when the edit would touch a file outside the root. Returns a unified diff and the post-edit check; dry_run only shows the diff." + lspNote,
 		InputSchema: schema(`{"type":"object","properties":{` + lspWhere + `,
 			"new_name":{"type":"string","description":"The new name"},
 			"dry_run":{"type":"boolean","default":false,"description":"Show the diff without writing anything"}},"required":["new_name"],"additionalProperties":false}`)},
