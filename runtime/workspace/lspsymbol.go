@@ -14,6 +14,7 @@ import (
 // resolved here: through the server's workspace symbols, or a file's
 // document symbols, to the declarations it names inside the root.
 
+// symbolHit is one declaration a symbol query matched.
 type symbolHit struct {
 	sym       lsp.Symbol
 	rel, text string
@@ -34,6 +35,9 @@ func qualified(s lsp.Symbol) string {
 
 func lastSeg(s string) string { return s[strings.LastIndexAny(s, "/\\")+1:] }
 
+// symbolMatches reports whether a server's symbol is what q names: the
+// bare name, or qualified by its container (package, type, class, module)
+// as pkg.Name or Type.Method.
 func symbolMatches(q string, s lsp.Symbol) bool {
 	forms := []string{s.Name}
 	if s.Container != "" {
@@ -47,6 +51,7 @@ func symbolMatches(q string, s lsp.Symbol) bool {
 	return false
 }
 
+// findSymbol resolves t.Symbol to its declarations inside the root.
 func (w *Workspace) findSymbol(ctx context.Context, tool string, s *langServer, t target) ([]symbolHit, *toolcall.Result) {
 	q := strings.TrimSpace(t.Symbol)
 	bare := q[strings.LastIndexByte(q, '.')+1:]
@@ -109,6 +114,10 @@ func (w *Workspace) findSymbol(ctx context.Context, tool string, s *langServer, 
 	return hits, nil
 }
 
+// matchesInside reports whether a symbol the server gave without its
+// container (typescript-language-server's workspace symbols have none)
+// is what a qualified q names, by the enclosing declaration in its
+// file's document symbols.
 func (w *Workspace) matchesInside(ctx context.Context, s *langServer, q string, sym lsp.Symbol) bool {
 	bare := q[strings.LastIndexByte(q, '.')+1:]
 	if sym.Container != "" || !strings.Contains(q, ".") || sym.Name != bare {
@@ -135,8 +144,13 @@ func (w *Workspace) matchesInside(ctx context.Context, s *langServer, q string, 
 	return false
 }
 
+// aliasLineRE matches a line that imports or re-exports names.
 var aliasLineRE = regexp.MustCompile(`^\s*(import\b|from\s+\S+\s+import\b|export\s*(\{|\*|type\s*\{))`)
 
+// dropAliases leaves out matches that are not declarations but names
+// bound to one (an import, a re-export: TypeScript and Python list them
+// as symbols): those whose definition lies elsewhere. When every match
+// is one, they are kept.
 func (w *Workspace) dropAliases(ctx context.Context, s *langServer, hits []symbolHit) []symbolHit {
 	var out []symbolHit
 	for _, h := range hits {
@@ -164,6 +178,8 @@ func (w *Workspace) dropAliases(ctx context.Context, s *langServer, hits []symbo
 	return out
 }
 
+// nameIn finds name as a whole word from r's start (a symbol's range may
+// cover its whole declaration: func, class, def come first).
 func nameIn(text string, r lsp.Range, name string) lsp.Position {
 	lines := lsp.Lines(text)
 	re := regexp.MustCompile(`(^|[^\p{L}\p{N}_$])` + regexp.QuoteMeta(name) + `($|[^\p{L}\p{N}_$])`)
@@ -181,6 +197,10 @@ func nameIn(text string, r lsp.Range, name string) lsp.Position {
 	return r.Start
 }
 
+// primeProject opens one file of the server's language when it has none
+// open: typescript-language-server loads a project only for an open
+// file, and answers workspace/symbol from loaded projects; pyright's
+// symbols wait for a first analysis too.
 func (w *Workspace) primeProject(ctx context.Context, s *langServer) {
 	if s.key == "go" {
 		return

@@ -139,26 +139,6 @@ func (w *Workspace) locate(ctx context.Context, tool string, s *langServer, t ta
 	return spot{rel: c.rel, uri: uri, text: text, lang: s.lang, pos: c.pos}, nil
 }
 
-// symbolHit is one declaration a symbol query matched.
-// symbolMatches reports whether a server's symbol is what q names: the
-// bare name, or qualified by its container (package, type, class, module)
-// as pkg.Name or Type.Method.
-// findSymbol resolves t.Symbol to its declarations inside the root.
-// matchesInside reports whether a symbol the server gave without its
-// container (typescript-language-server's workspace symbols have none)
-// is what a qualified q names, by the enclosing declaration in its
-// file's document symbols.
-// aliasLineRE matches a line that imports or re-exports names.
-// dropAliases leaves out matches that are not declarations but names
-// bound to one (an import, a re-export: TypeScript and Python list them
-// as symbols): those whose definition lies elsewhere. When every match
-// is one, they are kept.
-// nameIn finds name as a whole word from r's start (a symbol's range may
-// cover its whole declaration: func, class, def come first).
-// primeProject opens one file of the server's language when it has none
-// open: typescript-language-server loads a project only for an open
-// file, and answers workspace/symbol from loaded projects; pyright's
-// symbols wait for a first analysis too.
 // place is a location inside the root as results show it.
 type place struct {
 	rel        string
