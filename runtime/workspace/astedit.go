@@ -160,11 +160,12 @@ func (w *Workspace) applyEdits(ctx context.Context, tool, summary string, change
 	}
 	// Every running language server learns of every change first: the
 	// checks below may stop early.
-	// A server is caught up once it published for the new texts (gopls
-	// answered workspace/symbol from the old ones for a moment).
+	// gopls is caught up once it published for the new texts (it
+	// answered workspace/symbol from the old ones for a moment); the
+	// others publish nothing when their diagnostics stay the same.
 	before := map[*langServer]int{}
 	for _, c := range changes {
-		if s := w.running(langOf(c.rel)); s != nil {
+		if s := w.running(langOf(c.rel)); s != nil && s.key == "go" {
 			if _, ok := before[s]; !ok {
 				before[s] = s.conn.Published()
 			}

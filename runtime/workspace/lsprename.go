@@ -172,7 +172,11 @@ func diagnosticsTool(w *Workspace, ctx context.Context, raw json.RawMessage) *to
 			if err != nil {
 				return w.pathErr(tool, a.FilePath, err)
 			}
-			d, ok := s.waitDiagnostics(ctx, uri, seq, sent, diagToolWait)
+			wait := diagToolWait
+			if seq > 0 {
+				wait = diagUnchangedWait // see lspFeedback
+			}
+			d, ok := s.waitDiagnostics(ctx, uri, seq, sent, wait)
 			if !ok && d.Seq == 0 {
 				return toolcall.Errorf("%s: the %s language server published no diagnostics for %s within %s; it may still be loading the project, try again", tool, langTitle[s.lang], rel, diagToolWait)
 			}
@@ -286,7 +290,9 @@ func (w *Workspace) trialEdit(ctx context.Context, s *langServer, changes []file
 	}
 	before = s.conn.Published()
 	set(func(c fileChange) []byte { return c.new })
-	s.waitPublished(ctx, before, true, diagToolWait)
+	// typescript-language-server publishes nothing when the diagnostics
+	// stay the same, so no news within the feedback bound is good news.
+	s.waitPublished(ctx, before, true, diagFeedbackWait)
 	var added []string
 	for e := range errorsNow() {
 		if !baseline[e] {

@@ -22,7 +22,11 @@ import (
 // little once it is late, a diagnostics call may wait a bit longer.
 const (
 	diagFeedbackWait = 3 * time.Second
-	diagToolWait     = 10 * time.Second
+	// diagUnchangedWait is how long a server that published for a file
+	// before may stay silent after a change before its diagnostics count
+	// as unchanged.
+	diagUnchangedWait = 1500 * time.Millisecond
+	diagToolWait      = 10 * time.Second
 	// diagSettle is how long no new publication must arrive before the
 	// diagnostics count as complete (servers publish in waves).
 	diagSettle = 500 * time.Millisecond
@@ -327,9 +331,16 @@ func (w *Workspace) lspFeedback(ctx context.Context, rel string) string {
 	if err != nil {
 		return ""
 	}
-	d, ok := s.waitDiagnostics(ctx, uri, seq, sent, diagFeedbackWait)
-	if !ok {
-		return fmt.Sprintf("\n\n(the %s language server's check of %s did not answer within %s)", langTitle[s.lang], rel, diagFeedbackWait)
+	// typescript-language-server publishes nothing when a file's
+	// diagnostics stay the same: after a first publication, silence for
+	// a while means unchanged.
+	wait := diagFeedbackWait
+	if seq > 0 {
+		wait = diagUnchangedWait
+	}
+	d, ok := s.waitDiagnostics(ctx, uri, seq, sent, wait)
+	if !ok && d.Seq == 0 {
+		return fmt.Sprintf("\n\n(the %s language server's check of %s did not answer within %s)", langTitle[s.lang], rel, wait)
 	}
 	lines := formatDiagnostics(rel, text, d.Items, true)
 	if len(lines) == 0 {
