@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/kilnmcp/kiln/runtime/config"
 )
@@ -382,4 +385,28 @@ func TestLSPLifecycle(t *testing.T) {
 			t.Errorf("the missing servers took %s to report", d)
 		}
 	})
+}
+
+// TestServersPinned: the versions the install hints name are the ones
+// make lsp installs (Makefile's GOPLS_VERSION, tests/lsp/package.json).
+func TestServersPinned(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "\nGOPLS_VERSION       := "+GoplsVersion+"\n") {
+		t.Errorf("the Makefile's GOPLS_VERSION is not %s", GoplsVersion)
+	}
+	pkg, err := os.ReadFile("../../tests/lsp/package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct{ Dependencies map[string]string }
+	if err := json.Unmarshal(pkg, &p); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"typescript-language-server": TypeScriptServerVersion, "typescript": TypeScriptVersion, "pyright": PyrightVersion}
+	if diff := cmp.Diff(want, p.Dependencies); diff != "" {
+		t.Errorf("tests/lsp/package.json (-want +got):\n%s", diff)
+	}
 }
