@@ -410,3 +410,22 @@ func TestServersPinned(t *testing.T) {
 		t.Errorf("tests/lsp/package.json (-want +got):\n%s", diff)
 	}
 }
+
+// TestLSPWithoutNamespaces: where the kernel refuses user namespaces the
+// server runs under workspace-exec's supervision (Landlock still
+// applies), answers, and is gone with the workspace, its children too.
+func TestLSPWithoutNamespaces(t *testing.T) {
+	lspPath(t, "go")
+	f := fallbackFixture(t)
+	writeTree(t, f.root, goShapes)
+	if got := f.expectOK("find_definition", map[string]any{"symbol": "shape.Total"}); !strings.HasPrefix(got, "shape/shape.go:9-15") {
+		t.Errorf("definition:\n%s", got)
+	}
+	gopls, _ := filepath.Abs("../../.cache/lsp/gopls-" + GoplsVersion + "/gopls")
+	killLeftovers(t, gopls)
+	if len(procsWith(t, gopls)) == 0 {
+		t.Fatal("no gopls process found")
+	}
+	f.w.Close()
+	eventually(t, 5*time.Second, "gopls ends with the workspace", func() bool { return len(procsWith(t, gopls)) == 0 })
+}
