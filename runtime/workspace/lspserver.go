@@ -204,6 +204,9 @@ type langServer struct {
 type openDoc struct {
 	version int
 	text    string
+	// syms are the document's symbols at symsVersion (documentSymbols).
+	syms        []lsp.Symbol
+	symsVersion int
 }
 
 func (w *Workspace) lspState() *lspSet {

@@ -66,7 +66,7 @@ func (w *Workspace) findSymbol(ctx context.Context, tool string, s *langServer, 
 		if err != nil {
 			return nil, w.pathErr(tool, t.FilePath, err)
 		}
-		if syms, err = s.conn.DocumentSymbols(ctx, uri); err != nil {
+		if syms, err = s.documentSymbols(ctx, uri); err != nil {
 			return nil, w.lspError(tool, s, err)
 		}
 	} else {
@@ -131,7 +131,7 @@ func (w *Workspace) matchesInside(ctx context.Context, s *langServer, q string, 
 	if err != nil {
 		return false
 	}
-	doc, err := s.conn.DocumentSymbols(ctx, uri)
+	doc, err := s.documentSymbols(ctx, uri)
 	if err != nil {
 		return false
 	}

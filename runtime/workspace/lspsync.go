@@ -117,6 +117,32 @@ func (s *langServer) awaitProject(uri string) {
 	}
 }
 
+// documentSymbols returns an open document's symbols, asked once per
+// version of its text: find_definition widens every answer with them.
+func (s *langServer) documentSymbols(ctx context.Context, uri string) ([]lsp.Symbol, error) {
+	s.mu.Lock()
+	d := s.docs[uri]
+	if d != nil && d.syms != nil && d.symsVersion == d.version {
+		syms := d.syms
+		s.mu.Unlock()
+		return syms, nil
+	}
+	s.mu.Unlock()
+	syms, err := s.conn.DocumentSymbols(ctx, uri)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if d != nil && s.docs[uri] == d {
+		d.syms, d.symsVersion = syms, d.version
+		if syms == nil {
+			d.syms = []lsp.Symbol{}
+		}
+	}
+	s.mu.Unlock()
+	return syms, nil
+}
+
 // syncOpen brings every document the server has open up to date with
 // the disk (a Bash command may have changed them).
 func (s *langServer) syncOpen(w *Workspace) {

@@ -284,7 +284,7 @@ func (w *Workspace) declRanges(ctx context.Context, s *langServer, locs []lsp.Lo
 		if err != nil {
 			continue
 		}
-		syms, err := s.conn.DocumentSymbols(ctx, uri)
+		syms, err := s.documentSymbols(ctx, uri)
 		if err != nil {
 			continue
 		}
@@ -487,7 +487,7 @@ func documentSymbolsTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 		if err != nil {
 			return w.pathErr(tool, a.FilePath, err)
 		}
-		syms, err := s.conn.DocumentSymbols(ctx, uri)
+		syms, err := s.documentSymbols(ctx, uri)
 		if err != nil {
 			return w.lspError(tool, s, err)
 		}
