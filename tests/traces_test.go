@@ -38,6 +38,12 @@ type span struct {
 }
 
 func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.URL.Path == "/v1/logs" {
+		// Kiln's audit records, which an OTLP endpoint turns on too;
+		// TestAuditOTelLogs reads them.
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		return
+	}
 	if req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
 		http.Error(w, "want a protobuf POST to /v1/traces", http.StatusUnsupportedMediaType)
 		return

@@ -71,6 +71,12 @@ type Options struct {
 	// held so changes arrive in order: it must not call back into methods
 	// that lock (Bare and View are safe).
 	OnChange func()
+	// OnEvent, when set, hears what an auditor wants on record: kind is
+	// "register", "deregister", "drift" (a compiled backend's live list
+	// differs from its review, or matches it again) or "hidden" (an
+	// unreviewed tool with poisoning findings); detail says what.
+	// Called with the catalog's lock held, like OnChange.
+	OnEvent func(kind, backend, detail string)
 	// Store keeps registrations across restarts and, when it is a
 	// Watcher, shares them with other replicas (Follow); nil keeps them
 	// in memory only.
@@ -263,5 +269,12 @@ func (c *Catalog) publishLocked() {
 	c.publishBareLocked()
 	if c.opts.OnChange != nil {
 		c.opts.OnChange()
+	}
+}
+
+// event passes an auditable event to Options.OnEvent.
+func (c *Catalog) event(kind, backend, detail string) {
+	if c.opts.OnEvent != nil {
+		c.opts.OnEvent(kind, backend, detail)
 	}
 }

@@ -205,3 +205,27 @@ func TestCompiledBackendsLeftOutOfTheConfigAreHidden(t *testing.T) {
 		t.Errorf("the sandbox preamble must unbind vault and not bind its tools:\n%.400s", v.Extra)
 	}
 }
+
+// TestDriftEventsForTheAuditLog: a drift and its clearing are each one
+// event for Options.OnEvent, which the audit log records.
+func TestDriftEventsForTheAuditLog(t *testing.T) {
+	live := &liveTools{tools: map[string][]manifest.Tool{}}
+	c, _ := newCatalogMode(t, live, config.DriftPin, nil)
+	var events []string
+	c.opts.OnEvent = func(kind, backend, detail string) { events = append(events, kind+" "+backend+": "+detail) }
+	live.tools["notes"] = []manifest.Tool{tool("read_note", "Read a note."), tool("delete_note", "Delete a note."), tool("exfil", "Send it.")}
+	if err := c.Refresh(t.Context(), "notes"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(t.Context(), "notes"); err != nil { // the same drift again: no new event
+		t.Fatal(err)
+	}
+	live.tools["notes"] = []manifest.Tool{tool("read_note", "Read a note."), tool("delete_note", "Delete a note.")}
+	if err := c.Refresh(t.Context(), "notes"); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 2 || !strings.HasPrefix(events[0], "drift notes: tools (pin): ") || !strings.Contains(events[0], "exfil") ||
+		events[1] != "drift notes: tools match the reviewed manifest again" {
+		t.Errorf("events %q, want the drift (naming exfil) and its clearing", events)
+	}
+}

@@ -131,6 +131,7 @@ func (c *Catalog) Refresh(ctx context.Context, name string) error {
 		c.opts.Registry.Hold(name, nil)
 		c.opts.Registry.HoldParams(name, nil)
 		c.log.Info("backend tools match the compiled manifest again", "backend", name)
+		c.event("drift", name, "tools match the reviewed manifest again")
 		c.publishLocked()
 		return nil
 	}
@@ -179,6 +180,9 @@ func (c *Catalog) serveLiveLocked(name string, compiled *manifest.Manifest, tool
 
 // logDrift says once per change of the live list what kiln does with it.
 func (c *Catalog) logDrift(name string, compiled *manifest.Manifest, d Drift) {
+	if compiled.Transport != config.TransportWorkspace {
+		c.event("drift", name, "tools ("+string(d.Mode)+"): "+d.String())
+	}
 	switch {
 	case compiled.Transport == config.TransportWorkspace:
 		// Kiln's own workspace tools: served from source, nothing to compile.

@@ -134,6 +134,7 @@ func (c *Catalog) ServeOffer(name string, live Offer) Offer {
 		delete(c.offerDrift, name)
 		delete(c.lastOffer, name)
 		c.log.Info("backend resources and prompts match the compiled manifest again", "backend", name)
+		c.event("drift", name, "resources and prompts match the reviewed manifest again")
 	case d != nil:
 		if had {
 			d.Since = old.Since
@@ -153,6 +154,7 @@ func (c *Catalog) ServeOffer(name string, live Offer) Offer {
 
 func (c *Catalog) logOfferDrift(name string, mode config.DriftMode, d OfferDrift) {
 	summary := Drift{Offer: &d}.String()
+	c.event("drift", name, "resources or prompts ("+string(mode)+"): "+summary)
 	switch mode {
 	case config.DriftPin:
 		c.log.Warn("backend resources or prompts drifted from the reviewed manifest; holding the changes back and serving the reviewed lists (gateway.drift: pin). Review with `kiln-gen diff`, accept with `"+AcceptCommand+"`",

@@ -114,6 +114,7 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
 	}
 	c.log.Info("backend registered at run time", "backend", name, "transport", b.Transport, "tools", len(served.Tools), "hidden", len(hidden))
+	c.event("register", name, fmt.Sprintf("%s backend registered at run time: %d tools served, %d hidden", b.Transport, len(served.Tools), len(hidden)))
 	return served, nil
 }
 
@@ -264,6 +265,7 @@ func (c *Catalog) Deregister(name string) error {
 		c.dropLocked(name)
 	}
 	c.log.Info("backend deregistered", "backend", name)
+	c.event("deregister", name, "backend deregistered")
 	return nil
 }
 

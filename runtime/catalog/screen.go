@@ -115,6 +115,7 @@ func (c *Catalog) logFindingsLocked(backend, tool string, fs []poison.Finding, s
 			"backend", backend, "tool", tool, "findings", sig)
 		return
 	}
+	c.event("hidden", backend, "unreviewed tool "+tool+" hidden for poisoning findings: "+sig)
 	c.log.Warn("an unreviewed tool has poisoning findings; hiding it (not listed, searchable or callable). Review it; if it is a false positive accept it with backends.NAME.accept_findings, or set drift: follow for the backend",
 		"backend", backend, "tool", tool, "findings", sig)
 }

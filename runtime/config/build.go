@@ -52,6 +52,8 @@ func (b *builder) gateway() Gateway {
 	g.HTTP = b.http(def.HTTP)
 	g.Semantic = b.semantic(def.Semantic)
 	g.Vectors = b.vectors(def.Vectors)
+	g.Audit = b.audit(def.Audit)
+	g.Console = b.console()
 	g.Expose, g.Pin = b.expose(def.Expose)
 	g.Drift = b.drift(get("drift"))
 	return g

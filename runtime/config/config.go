@@ -94,6 +94,10 @@ type Gateway struct {
 	Semantic Semantic
 	// Vectors configures the static word-vector tier.
 	Vectors Vectors
+	// Audit configures the audit log.
+	Audit Audit
+	// Console configures the web console and the human API.
+	Console Console
 	// Expose is ExposeMeta, ExposeDirect or ExposeHybrid.
 	Expose string
 	// Pin lists the backend tools hybrid mode lists beside the meta-tools,
@@ -175,6 +179,30 @@ type Semantic struct {
 	Model, SHA256 string
 	// Threads the embedder may use.
 	Threads int
+}
+
+// Console configures the web console and human API (YAML gateway.console).
+type Console struct {
+	Enabled    bool
+	ShowValues bool
+	// OIDC is set when people log in through a provider.
+	OIDC    *OIDC
+	Allowed []string
+}
+
+// OIDC is the console's OpenID Connect client.
+type OIDC struct {
+	Issuer, ClientID, ClientSecret, RedirectURL string
+}
+
+// Audit configures the audit log (YAML gateway.audit).
+type Audit struct {
+	// Path is the absolute JSONL file; "" writes none.
+	Path    string
+	MaxSize int64
+	Keep    int
+	Flush   time.Duration
+	Values  bool
 }
 
 // Vectors configures the static word-vector tier (YAML gateway.vectors).

@@ -139,6 +139,55 @@ func (b *builder) vectors(def Vectors) Vectors {
 	return v
 }
 
+// console checks gateway.console.
+func (b *builder) console() Console {
+	get := func(k string) value { return b.expand(b.l.get("gateway.console." + k)) }
+	c := Console{Enabled: b.boolean(get("enabled"), false), ShowValues: b.boolean(get("show_values"), false)}
+	o := OIDC{}
+	set := 0
+	for _, f := range []struct {
+		k   string
+		dst *string
+	}{{"issuer", &o.Issuer}, {"client_id", &o.ClientID}, {"client_secret", &o.ClientSecret}, {"redirect_url", &o.RedirectURL}} {
+		k, dst := f.k, f.dst
+		if v := get("oidc." + k); v.ok && !v.bad && strings.TrimSpace(v.s) != "" {
+			*dst = strings.TrimSpace(v.s)
+			if k != "redirect_url" {
+				set++
+			}
+			if k == "issuer" || k == "redirect_url" {
+				b.httpURL(v, "https://login.example.com")
+			}
+		}
+	}
+	switch {
+	case set == 3:
+		c.OIDC = &o
+	case set > 0:
+		b.p.add(0, "gateway.console.oidc", "issuer, client_id and client_secret go together; set all three to log people in, or none")
+	}
+	for _, v := range b.list("gateway.console.allowed") {
+		if b.nonEmpty(v, "give a subject, an email or group:NAME") {
+			c.Allowed = append(c.Allowed, strings.TrimSpace(v.s))
+		}
+	}
+	return c
+}
+
+// audit checks gateway.audit.
+func (b *builder) audit(def Audit) Audit {
+	get := func(k string) value { return b.expand(b.l.get("gateway.audit." + k)) }
+	a := Audit{Keep: b.positive(get("keep"), def.Keep, def.Keep), Flush: b.duration(get("flush"), def.Flush),
+		Values: b.boolean(get("values"), def.Values), MaxSize: def.MaxSize}
+	if n := b.size(get("max_size"), "100MiB"); n > 0 {
+		a.MaxSize = n
+	}
+	if v := get("path"); v.ok && !v.bad && strings.TrimSpace(v.s) != "" {
+		a.Path = b.abs(strings.TrimSpace(v.s))
+	}
+	return a
+}
+
 // list expands the items of a section list key.
 func (b *builder) list(path string) []value {
 	e, ok := b.lists[path]

@@ -43,6 +43,8 @@ func DefaultGateway() Gateway {
 		Semantic: Semantic{Threads: defInt("gateway.semantic.threads")},
 		Vectors: Vectors{Top: defInt("gateway.vectors.top"), Fusion: keyIndex["gateway.vectors.fusion"].def,
 			Depth: defInt("gateway.vectors.depth")},
+		Audit: Audit{MaxSize: defSize("gateway.audit.max_size"), Keep: defInt("gateway.audit.keep"),
+			Flush: defDuration("gateway.audit.flush"), Values: defFlag("gateway.audit.values")},
 		Output: Output{
 			IntentFilter:    defFlag("gateway.output.intent_filter"),
 			AutoChunkJSON:   defFlag("gateway.output.auto_chunk_json"),

@@ -68,6 +68,7 @@ func TestLoadFull(t *testing.T) {
 				Threads: 2,
 			},
 			Vectors:      Vectors{Top: 30000, Fusion: "rerank", Depth: 30},
+			Audit:        Audit{MaxSize: 100 << 20, Keep: 5, Flush: 200 * time.Millisecond},
 			Expose:       ExposeHybrid,
 			Pin:          []string{"everything.echo", "remote.*"},
 			MetricsAddr:  "127.0.0.1:9464",

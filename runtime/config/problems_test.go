@@ -45,7 +45,7 @@ backends:
 version: 1
 gateway:
   colour: blue
-`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, vectors, expose, pin, drift, metrics_addr, drain_timeout or state_url"}},
+`, nil, []string{"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, vectors, console, audit, expose, pin, drift, metrics_addr, drain_timeout or state_url"}},
 		{"metrics_addr without a port", "version: 1\ngateway:\n  metrics_addr: localhost\n", nil, []string{
 			`kiln.yaml:3: gateway.metrics_addr: want host:port such as 127.0.0.1:9464, got "localhost" (address localhost: missing port in address)`}},
 		{"state_url with another scheme", "version: 1\ngateway:\n  state_url: http://127.0.0.1:6379\n", nil, []string{
@@ -351,7 +351,7 @@ backends:
     comand: x
     max_concurrent: 0
 `, nil, []string{
-		"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, vectors, expose, pin, drift, metrics_addr, drain_timeout or state_url",
+		"kiln.yaml:4: gateway.colour: unknown key; the keys here are name, state_dir, call_timeout, connect_timeout, max_output_size, log_level, sandbox, output, health, registration, http, semantic, vectors, console, audit, expose, pin, drift, metrics_addr, drain_timeout or state_url",
 		`kiln.yaml:5: gateway.call_timeout: invalid duration "soon"; use Go syntax such as 30s, 1m30s or 500ms`,
 		`kiln.yaml:6: gateway.log_level: unknown log level "loud"; use debug, info, warn or error`,
 		`kiln.yaml:8: gateway.health.interval: "1ms" is too short; use 1s to 24h`,

@@ -156,6 +156,13 @@ func (g *Guard) AuthRequired() bool { return g.auth }
 // Call it once: the guard terminates evicted sessions through h.
 func (g *Guard) Wrap(h http.Handler) http.Handler {
 	g.inner = h
+	return g.Protect(h)
+}
+
+// Protect returns h behind the same checks as Wrap, for the other routes
+// of the listener (/metrics, the console's API): unlike Wrap it leaves the
+// MCP handler that evicted sessions are ended through alone.
+func (g *Guard) Protect(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.serve(w, r, h)
 	})

@@ -288,3 +288,19 @@ func TestSessionsPerSubject(t *testing.T) {
 	w = serve(h, req("POST", "/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, append([]string{sessionHeader, b}, bob...)...))
 	expectStatus(t, w, 200)
 }
+
+// TestProtectLeavesEvictionsToTheMCPHandler: guarding another route of the
+// listener (/metrics, the console) after Wrap must not take over the
+// handler evicted sessions are ended in (Wrap did, for /metrics).
+func TestProtectLeavesEvictionsToTheMCPHandler(t *testing.T) {
+	rig := newSessionRig(t, config.HTTP{MaxSessions: 1})
+	other := newFakeMCP()
+	rig.g.Protect(other)
+	const c = "10.0.0.1"
+	a := rig.initialize(c)
+	rig.now = rig.now.Add(time.Second)
+	rig.initialize(c)
+	if rig.mcp.live[a] {
+		t.Error("the evicted session was not ended in the MCP handler after Protect guarded another")
+	}
+}

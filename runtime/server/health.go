@@ -76,7 +76,32 @@ func (s *Server) health() healthView {
 		}
 	}
 	s.sharedStateProblem(&h)
+	s.auditProblem(&h)
 	return h
+}
+
+// auditProblem adds an audit log that cannot write to the verdict: calls
+// go on, but their records wait in memory (and are lost with a crash).
+func (s *Server) auditProblem(h *healthView) {
+	if s.opts.Audit == nil {
+		return
+	}
+	err := s.opts.Audit()
+	if err == nil {
+		return
+	}
+	degrade(h)
+	h.Summary += "; audit log not written"
+	h.Problems = append(h.Problems, problem{Backend: "(audit log)", State: "failing", Reason: err.Error(),
+		Advice: "tool calls still work; their audit records wait in memory until a write succeeds (and are dropped past 100,000); kiln's operator should free space where gateway.audit.path points"})
+}
+
+// degrade turns an ok verdict degraded.
+func degrade(h *healthView) {
+	if h.Status == healthOK {
+		h.Status = healthDegraded
+		h.Summary = healthDegraded + strings.TrimPrefix(h.Summary, healthOK)
+	}
 }
 
 // sharedStateProblem adds an unreachable shared state to the verdict:
@@ -89,10 +114,7 @@ func (s *Server) sharedStateProblem(h *healthView) {
 	if err == nil {
 		return
 	}
-	if h.Status == healthOK {
-		h.Status = healthDegraded
-		h.Summary = healthDegraded + strings.TrimPrefix(h.Summary, healthOK)
-	}
+	degrade(h)
 	h.Summary += "; shared state unreachable"
 	h.Problems = append(h.Problems, problem{Backend: "(shared state)", State: "unreachable", Reason: err.Error(),
 		Advice: "tool calls still work; register_manual, deregister_manual and OAuth token refreshes fail until the Redis in gateway.state_url answers again; kiln's operator should check it"})

@@ -197,6 +197,11 @@ func (p *passthru) rehome(uri, from, to string) {
 	}
 }
 
+// SessionID is the MCP session a request belongs to (Mcp-Session-Id on
+// streamable HTTP), or "" for a client that has none; the audit log
+// records it.
+func SessionID(ctx context.Context) string { return sessionID(ctx) }
+
 func sessionID(ctx context.Context) string {
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		return cs.SessionID()

@@ -85,6 +85,9 @@ type Options struct {
 	// SharedState, when set, reports why a fleet's shared state
 	// (gateway.state_url) is unreachable, or nil; kiln://health shows it.
 	SharedState func() error
+	// Audit, when set, reports why the audit log is not keeping up (a
+	// full disk); kiln://health is degraded meanwhile.
+	Audit func() error
 	// Telemetry observes meta-tool calls and sessions; nil observes
 	// nothing. *telemetry.Telemetry is one.
 	Telemetry Telemetry

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -30,6 +32,7 @@ type Telemetry struct {
 	Health *Health
 	tracer trace.Tracer
 	tp     *sdktrace.TracerProvider
+	lp     *sdklog.LoggerProvider
 }
 
 // New returns telemetry with m for metrics (nil for none) and traces as
@@ -44,8 +47,12 @@ func New(ctx context.Context, version string, m *Metrics, log *slog.Logger) (*Te
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("could not export traces", "err", err) }))
-	t := &Telemetry{Metrics: m, tracer: noop.NewTracerProvider().Tracer(""), tp: tp}
+	lp, err := startLogs(ctx, version)
+	if err != nil {
+		return nil, err
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("could not export traces or log records", "err", err) }))
+	t := &Telemetry{Metrics: m, tracer: noop.NewTracerProvider().Tracer(""), tp: tp, lp: lp}
 	if tp != nil {
 		t.tracer = tp.Tracer("github.com/kilnmcp/kiln")
 	}
@@ -55,15 +62,27 @@ func New(ctx context.Context, version string, m *Metrics, log *slog.Logger) (*Te
 // Tracing reports whether spans are exported.
 func (t *Telemetry) Tracing() bool { return t.tp != nil }
 
-// Shutdown flushes batched spans within ctx.
+// Shutdown flushes batched spans and log records within ctx.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
-	if t.tp == nil {
-		return nil
+	var errs []error
+	if t.tp != nil {
+		errs = append(errs, t.tp.Shutdown(ctx))
 	}
-	return t.tp.Shutdown(ctx)
+	if t.lp != nil {
+		errs = append(errs, t.lp.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 type tierKey struct{}
+
+// TierOf names the call_tool_chain tier ctx runs in ("1", "2" or "3"), or
+// "direct" for a backend tool a client called by its exposed name: the
+// label metrics and the audit log use.
+func TierOf(ctx context.Context) string {
+	tier, _ := ctx.Value(tierKey{}).(int)
+	return tierLabel(tier)
+}
 
 // StartTool opens a client request to a meta-tool: the root span of its
 // trace, a child of the client's own when it sent a W3C traceparent (in

@@ -273,3 +273,19 @@ func (r *Root) open(rel string, flags int, mode uint32) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(r.dir, rel)), nil
 }
+
+// OpenRead opens p (a file or a folder) for reading the way the file
+// tools do: checked by Resolve, then opened beneath the root, so neither a
+// path nor a symlink swapped in meanwhile reaches outside. It returns the
+// file and p relative to the root. The console's workspace browser uses it.
+func (r *Root) OpenRead(p string) (*os.File, string, error) {
+	rel, target, err := r.resolve(p)
+	if err != nil {
+		return nil, "", err
+	}
+	f, err := r.open(target, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, "", &PathError{Path: p, Reason: errText(err), Err: err}
+	}
+	return f, rel, nil
+}

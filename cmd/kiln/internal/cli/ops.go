@@ -102,7 +102,7 @@ func (o *ops) required() []string {
 // token whenever /mcp does. Use gateway.metrics_addr to scrape without.
 func (o *ops) frontRoutes(g *httpauth.Guard, guarded http.Handler) http.Handler {
 	mux := http.NewServeMux()
-	o.health.Routes(mux, g.Wrap(o.tel.Metrics.Handler()))
+	o.health.Routes(mux, g.Protect(o.tel.Metrics.Handler()))
 	mux.Handle("/", guarded)
 	return mux
 }

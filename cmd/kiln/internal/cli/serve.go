@@ -23,6 +23,7 @@ import (
 	"github.com/kilnmcp/kiln/generated"
 	genbridge "github.com/kilnmcp/kiln/generated/bridge"
 	"github.com/kilnmcp/kiln/generated/searchindex"
+	"github.com/kilnmcp/kiln/runtime/audit"
 	"github.com/kilnmcp/kiln/runtime/bridge"
 	"github.com/kilnmcp/kiln/runtime/catalog"
 	"github.com/kilnmcp/kiln/runtime/chain"
@@ -137,6 +138,24 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer op.close()
 	go op.drainOn(sig, ctx, stopRun)
+	auditLog, err := openAudit(cfg, op.tel, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	}
+	replica, _ := os.Hostname() // a pod's name in Kubernetes
+	feed, err := openConsoleFeed(cfg, *httpAddr != "", replica)
+	if err != nil {
+		fmt.Fprintf(stderr, "kiln: %v\n", err)
+		return exitFail
+	}
+	records := recorders{auditLog}
+	if feed != nil {
+		records = append(records, feed.log)
+	}
+	// Closed before op.close shuts telemetry down, so the last batch
+	// reaches the file and the log exporter.
+	defer records.Close()
 	if err := server.CheckExposure(cfg, reg); err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitUsage
@@ -208,12 +227,18 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			}
 			return nil
 		},
-		OnEvent: op.tel.BackendEvent,
+		OnEvent: func(backend, event string) {
+			op.tel.BackendEvent(backend, event)
+			feed.backendEvent(backend, event)
+		},
 	})
 	op.disp.Store(disp)
 	// The catalog exists before the server it notifies; changes before the
 	// server does are picked up by its first listing.
 	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log, Store: st.registrations(cfg),
+		OnEvent: func(kind, backend, detail string) {
+			records.Add(audit.Record{Event: kind, Backend: backend, Detail: detail})
+		},
 		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) },
 		OnChange: func() {
 			if srv := srvRef.Load(); srv != nil {
@@ -245,10 +270,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			cat.SetConfig(next)
 			op.cfg.Store(next)
 			log.Info("config reloaded", "config", next.Path, "restarted", strings.Join(restarted, ","))
+			records.Add(audit.Record{Event: audit.EventReload, Detail: "config " + next.Path + " reloaded; backends restarted: " + orNone(strings.Join(restarted, ","))})
 		})
 	}
 
-	caller := toolcall.Caller(guard)
+	// Outside the guard, so a refusal is audited like any other call.
+	caller := records.Caller(guard, auditScope)
 	sb, err := startSandbox(cfg, caller, reg, compiledBindings, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
@@ -279,6 +306,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		RootsChanged: func(ctx context.Context, sid string) { disp.RootsChanged(ctx, sid) },
 		SessionEnded: disp.EndSession,
 		SharedState:  st.problem(),
+		Audit:        auditLog.Problem,
 		Telemetry:    op.tel,
 		Policy:       guard,
 		Chain: chain.New(chain.Options{
@@ -327,7 +355,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return exitOK
 	}
-	front.open = op.frontRoutes
+	cons := feed.startConsole(cfg, srv, caller, scrubber, replica, log)
+	if cons != nil {
+		defer cons.Close()
+		go cons.WatchBackends(ctx, 500*time.Millisecond)
+	}
+	front.open = withConsole(cons, op.frontRoutes)
 	return front.serve(ctx, profileRoutes(srv.Handler(), views), stderr)
 }
 
