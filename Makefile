@@ -29,6 +29,11 @@ HELM_VERSION        := v3.22.0
 # syft makes the per-archive SBOMs (.goreleaser.yaml sboms); the module proxy
 # serves it, so it installs offline like the other tools.
 SYFT_VERSION        := v1.57.0
+# gopls for the workspace's navigation tools: v0.23.0 is the newest that
+# builds with Go 1.26 (v0.24 needs Go 1.27). runtime/workspace's
+# GoplsVersion names the same; TestGoplsPinned checks they agree.
+GOPLS_VERSION       := v0.23.0
+LSP_DIR             := $(CURDIR)/.cache/lsp
 TOOLS := $(CURDIR)/.cache/bin
 CONFIG    ?= kiln.yaml
 # make test's record: each stage's `go test -json` events (<stage>.json),
@@ -45,7 +50,7 @@ BUILT     ?=
 KILN_LLAMA_DIR ?= $(CURDIR)/.cache/llama
 export KILN_LLAMA_DIR
 
-.PHONY: vectors semantic build fixtures peers mermaid generate record emit diff test test-deps check unit race e2e lint fmt fmt-check vet staticcheck tidy \
+.PHONY: vectors semantic build fixtures peers mermaid lsp generate record emit diff test test-deps check unit race e2e lint fmt fmt-check vet staticcheck tidy \
         emit-check docs config-docs tool-docs fuzz fuzz-short bench bench-hop eval demo llama conformance release-check release-snapshot helm-check ci clean
 
 # The test servers e2e and conformance both run, built once per run.
@@ -71,6 +76,15 @@ tests/node_modules/.package-lock.json: tests/package.json tests/package-lock.jso
 mermaid: tests/mermaid/node_modules/.package-lock.json
 tests/mermaid/node_modules/.package-lock.json: tests/mermaid/package.json tests/mermaid/package-lock.json
 	PUPPETEER_SKIP_DOWNLOAD=1 npm ci --prefix tests/mermaid --no-audit --no-fund --loglevel=error
+
+## lsp: the pinned language servers the navigation tools and their tests use:
+## gopls (Go module proxy) in .cache/lsp/gopls-VERSION, typescript-language-server,
+## typescript and pyright (npm) in tests/lsp/node_modules; tests put both on PATH
+lsp: $(LSP_DIR)/gopls-$(GOPLS_VERSION)/gopls tests/lsp/node_modules/.package-lock.json
+$(LSP_DIR)/gopls-$(GOPLS_VERSION)/gopls:
+	GOBIN=$(LSP_DIR)/gopls-$(GOPLS_VERSION) GOFLAGS= $(GO) install golang.org/x/tools/gopls@$(GOPLS_VERSION)
+tests/lsp/node_modules/.package-lock.json: tests/lsp/package.json tests/lsp/package-lock.json
+	npm ci --prefix tests/lsp --no-audit --no-fund --loglevel=error
 
 ## generate: record live backends into manifests/, then emit generated/
 generate: record emit
@@ -134,7 +148,7 @@ test:
 	MAKE='$(MAKE)' TESTREPORT=$(TESTREPORT) ./tests/testrun.sh
 
 # test-deps: what make test's stages share, made once before they start.
-test-deps: build fixtures peers mermaid tests/conformance/node_modules/.package-lock.json llama $(TESTREPORT) \
+test-deps: build fixtures peers mermaid lsp tests/conformance/node_modules/.package-lock.json llama $(TESTREPORT) \
 	$(TOOLS)/staticcheck-$(STATICCHECK_VERSION) $(TOOLS)/goreleaser-$(GORELEASER_VERSION) $(TOOLS)/helm-$(HELM_VERSION)
 
 $(TESTREPORT): $(wildcard tests/testreport/*.go)
@@ -144,13 +158,13 @@ $(TESTREPORT): $(wildcard tests/testreport/*.go)
 unit:
 	$(GO) test ./...
 
-race: $(TESTREPORT)
+race: lsp $(TESTREPORT)
 	@mkdir -p $(TESTRUN)
 	$(GO) test -json -race -shuffle=on ./... | $(TESTREPORT) stream $(TESTRUN)/race.json
 
 # Only ./tests has e2e files; the packages under it (faultserver,
 # testreport) hold plain tests, which race runs.
-e2e: peers mermaid $(if $(BUILT),,build fixtures) $(TESTREPORT)
+e2e: peers mermaid lsp $(if $(BUILT),,build fixtures) $(TESTREPORT)
 	@mkdir -p $(TESTRUN)
 	KILN_BIN=$(CURDIR)/bin KILN_FIXTURES=$(FIXTURES) $(GO) test -json -tags e2e -count=1 ./tests | $(TESTREPORT) stream $(TESTRUN)/e2e.json
 
@@ -200,7 +214,7 @@ fuzz: $(TESTREPORT)
 	KILN_TESTRUN_JSON=$(TESTRUN)/fuzz.json TESTREPORT=$(TESTREPORT) ./tests/fuzz.sh 2000000x
 
 ## bench: runtime benchmarks, then kiln serve end to end: the tier-1/2 hop beside a direct call (p50, p90, CPU per call) with kiln's CPU and allocation profiles in .cache/bench, and exec to the first tools/list
-bench: peers mermaid build
+bench: peers mermaid lsp build
 	$(GO) test -run '^$$' -bench . -benchmem ./runtime/...
 	mkdir -p .cache/bench
 	KILN_BIN=$(CURDIR)/bin KILN_PROFILE_DIR=$(CURDIR)/.cache/bench $(GO) test -tags e2e -run '^$$' -bench 'EchoHop' -benchtime 3000x ./tests/

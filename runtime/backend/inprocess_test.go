@@ -40,7 +40,7 @@ func TestWorkspaceBackend(t *testing.T) {
 			t.Errorf("%s schema = %s", tool.Name, tool.InputSchema)
 		}
 	}
-	want := "Read Write Edit Glob Grep Bash BashOutput KillShell run_tests run_lint run_typecheck snapshot_create snapshot_list snapshot_diff snapshot_restore snapshot_delete edit_function_body insert_after_method change_function_signature secrets_available render_mermaid"
+	want := "Read Write Edit Glob Grep Bash BashOutput KillShell run_tests run_lint run_typecheck snapshot_create snapshot_list snapshot_diff snapshot_restore snapshot_delete edit_function_body insert_after_method change_function_signature secrets_available render_mermaid find_definition find_references workspace_symbols document_symbols hover rename_symbol diagnostics"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("tools = %s\nwant %s", got, want)
 	}

@@ -136,6 +136,8 @@ var (
 	// bashKeys are a workspace backend's bash section; env there is a list
 	// of variable names, read from the node tree.
 	bashKeys = childKeys("backends.*.bash")
+	// lspKeys are a workspace backend's lsp section (parse.go lsp).
+	lspKeys = childKeys("backends.*.lsp")
 	// authKeys are the settings under a backend's auth: (authbuild.go).
 	authKeys = childKeys("backends.*.auth")
 

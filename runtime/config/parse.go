@@ -292,6 +292,8 @@ func (pr parser) backend(be entry, path string) *rawBackend {
 			good = pr.strMap(e.val, kp, checkHeaderName)
 		case "bash":
 			good = pr.bash(e.val, kp)
+		case "lsp":
+			good = pr.lsp(e.val, kp)
 		case "auth":
 			good = pr.auth(e.val, kp)
 		default:
@@ -347,6 +349,58 @@ func (pr parser) bash(n *yaml.Node, path string) bool {
 		default:
 			ok = pr.scalar(e.val, kp) && ok
 		}
+	}
+	return ok
+}
+
+// lsp checks a workspace backend's lsp section: idle, and servers as a
+// mapping of known languages to non-empty commands.
+func (pr parser) lsp(n *yaml.Node, path string) bool {
+	if isNull(n) {
+		return true
+	}
+	if n.Kind != yaml.MappingNode {
+		pr.p.add(n.Line, path, "is %s; want settings such as idle: 10m and servers: {go: [gopls]}", kind(n))
+		return false
+	}
+	ents, ok := pr.entries(n, path)
+	for _, e := range ents {
+		kp := keyPath(path, e.key.Value)
+		switch e.key.Value {
+		case "idle":
+			ok = pr.scalar(e.val, kp) && ok
+		case "servers":
+			ok = pr.lspServers(e.val, kp) && ok
+		default:
+			pr.unknown(e.key, path, lspKeys)
+			ok = false
+		}
+	}
+	return ok
+}
+
+func (pr parser) lspServers(n *yaml.Node, path string) bool {
+	if isNull(n) {
+		return true
+	}
+	if n.Kind != yaml.MappingNode {
+		pr.p.add(n.Line, path, "is %s; want a language to its server's command, e.g. go: [gopls] or python: [pyright-langserver, --stdio]", kind(n))
+		return false
+	}
+	ents, ok := pr.entries(n, path)
+	for _, e := range ents {
+		kp := keyPath(path, e.key.Value)
+		if !slices.Contains(LSPLanguages, e.key.Value) {
+			pr.p.add(e.key.Line, kp, "%s is not a language kiln runs a server for; use one of %s", strconv.Quote(e.key.Value), strings.Join(LSPLanguages, ", "))
+			ok = false
+			continue
+		}
+		if e.val.Kind != yaml.SequenceNode || len(e.val.Content) == 0 {
+			pr.p.add(e.val.Line, kp, "is %s; want the command and its arguments as a list, e.g. [%s]", kind(e.val), strings.Join(DefaultLSPServers[e.key.Value], ", "))
+			ok = false
+			continue
+		}
+		ok = pr.list(e.val, kp) && ok
 	}
 	return ok
 }

@@ -160,6 +160,8 @@ var keyTable = []key{
 	{path: "backends.*.snapshot_max_files", field: "Workspace", kind: kindCount, def: "100000", min: "1", max: "100000000", only: []string{TransportWorkspace}, reload: reloadRestart,
 		doc: "Entries (files, folders and symlinks) one snapshot_create may copy; a larger tree is refused and nothing is kept."},
 	{path: "backends.*.bash", field: "Workspace", kind: kindSection, only: []string{TransportWorkspace}, reload: reloadRestart, doc: "The Bash tool's limits."},
+	{path: "backends.*.lsp", field: "Workspace", kind: kindSection, only: []string{TransportWorkspace}, reload: reloadRestart,
+		doc: "The language servers behind find_definition, find_references, rename_symbol and the other navigation tools: started on the first call that needs one, confined like Bash."},
 	{path: "backends.*.auth", field: "Auth", kind: kindSection, only: []string{TransportHTTP, TransportSSE}, reload: reloadRestart,
 		doc: "OAuth 2.1 toward the backend. Endpoints, scopes and the resource are discovered from the server; secrets only as ${VAR} references."},
 	{path: "backends.*.required", kind: kindFlag, def: "false", field: "Required", doc: "/readyz answers 503 until this backend is connected."},
@@ -179,6 +181,11 @@ var keyTable = []key{
 	{path: "backends.*.bash.git_identity", kind: kindText, def: "kiln workspace <kiln@workspace.invalid>",
 		doc: "Name <email> for commits made in Bash; \"\" leaves it to git's config."},
 	{path: "backends.*.bash.user_gitconfig", kind: kindFlag, def: "false", doc: "true lets git read the user's ~/.gitconfig (read-only); /etc/gitconfig is always readable."},
+
+	{path: "backends.*.lsp.idle", kind: kindDuration, def: "10m", min: "100ms", max: "24h", doc: "How long a language server runs without a request before kiln stops it; the next call starts it again."},
+	{path: "backends.*.lsp.servers", kind: kindMap, defNote: "go: [gopls], typescript and javascript: [typescript-language-server, --stdio], python: [pyright-langserver, --stdio]",
+		schema: `{"type": ["object", "null"], "propertyNames": {"enum": ["go", "typescript", "javascript", "python"]}, "additionalProperties": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}}`,
+		doc:    "Language (go, typescript, javascript, python) to the command and arguments of its server, speaking LSP on stdio; a bare command name is looked up on PATH, then in kiln's tool cache. Languages not named keep their default."},
 
 	{path: "backends.*.auth.grant", kind: kindEnum, def: GrantAuthorizationCode, enum: []string{GrantAuthorizationCode, GrantClientCredentials}, noVar: true,
 		doc: "authorization_code (log in once with kiln auth login) or client_credentials (unattended)."},

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,6 +41,30 @@ type Workspace struct {
 	SnapshotMaxSize  int64
 	SnapshotMaxFiles int
 	Bash             Bash
+	LSP              LSP
+}
+
+// LSP configures the language servers behind a workspace's navigation
+// tools (YAML backends.<name>.lsp).
+type LSP struct {
+	// Idle is how long a server runs with no request before kiln stops it.
+	Idle time.Duration
+	// Servers maps a language (go, typescript, javascript, python) to its
+	// server's command and arguments: DefaultLSPServers, with the
+	// config's entries in place of those it names.
+	Servers map[string][]string
+}
+
+// LSPLanguages are the languages lsp.servers may name.
+var LSPLanguages = []string{"go", "typescript", "javascript", "python"}
+
+// DefaultLSPServers are the servers kiln starts when lsp.servers names
+// none for a language: found on PATH or in kiln's tool cache.
+var DefaultLSPServers = map[string][]string{
+	"go":         {"gopls"},
+	"typescript": {"typescript-language-server", "--stdio"},
+	"javascript": {"typescript-language-server", "--stdio"},
+	"python":     {"pyright-langserver", "--stdio"},
 }
 
 // Bash configures a workspace's Bash tool (YAML backends.<name>.bash).
@@ -76,6 +101,7 @@ var (
 	DefaultBashMaxTimeout     = defDuration("backends.*.bash.max_timeout")
 	DefaultBashBackgroundMax  = defDuration("backends.*.bash.background_max")
 	DefaultGitIdentity        = keyIndex["backends.*.bash.git_identity"].def
+	DefaultLSPIdle            = defDuration("backends.*.lsp.idle")
 )
 
 // gitIdentityRE is what git accepts as an identity: a name, then an
@@ -90,8 +116,10 @@ const workspaceTimeoutMargin = 10 * time.Second
 func (b *builder) workspace(rb *rawBackend, sc map[string]value, path string, g Gateway, out *Backend) {
 	w := &Workspace{MaxOutput: DefaultWorkspaceMaxOutput, StateDir: filepath.Join(g.StateDir, "workspace", rb.name),
 		SnapshotMaxSize: DefaultSnapshotMaxSize, SnapshotMaxFiles: DefaultSnapshotMaxFiles,
-		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout, BackgroundMax: DefaultBashBackgroundMax, GitIdentity: DefaultGitIdentity}}
+		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout, BackgroundMax: DefaultBashBackgroundMax, GitIdentity: DefaultGitIdentity},
+		LSP:  LSP{Idle: DefaultLSPIdle, Servers: maps.Clone(DefaultLSPServers)}}
 	out.Workspace = w
+	b.lsp(rb, path, w)
 	defer func() { w.Budget = workspaceBudget(w.MaxOutput, g) }()
 	root := sc["root"]
 	if !root.ok {
@@ -165,6 +193,38 @@ func (b *builder) workspace(rb *rawBackend, sc map[string]value, path string, g 
 	}
 }
 
+// lsp reads a workspace backend's lsp section (its shape was checked by
+// the parser).
+func (b *builder) lsp(rb *rawBackend, path string, w *Workspace) {
+	e, ok := rb.keys["lsp"]
+	if !ok || isNull(e.val) {
+		return
+	}
+	lp := path + ".lsp"
+	for i := 0; i+1 < len(e.val.Content); i += 2 {
+		k, v := deref(e.val.Content[i]).Value, deref(e.val.Content[i+1])
+		switch k {
+		case "idle":
+			w.LSP.Idle = b.duration(b.node(lp+".idle", v), DefaultLSPIdle)
+		case "servers":
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				lang, cmdNode := deref(v.Content[j]).Value, deref(v.Content[j+1])
+				var argv []string
+				for n, item := range cmdNode.Content {
+					a := b.expand(b.node(lp+".servers."+lang+"["+strconv.Itoa(n)+"]", deref(item)))
+					if n == 0 && strings.TrimSpace(a.s) == "" {
+						b.p.addValue(a, "the command is empty; name the server's executable, e.g. [%s]", strings.Join(DefaultLSPServers[lang], ", "))
+					}
+					argv = append(argv, a.s)
+				}
+				if len(argv) > 0 {
+					w.LSP.Servers[lang] = argv
+				}
+			}
+		}
+	}
+}
+
 // Equal reports whether two workspace settings are the same, so a reload
 // restarts a workspace backend only when they changed. Either may be nil
 // (not a workspace).
@@ -176,7 +236,8 @@ func (w *Workspace) Equal(o *Workspace) bool {
 		w.SnapshotMaxSize == o.SnapshotMaxSize && w.SnapshotMaxFiles == o.SnapshotMaxFiles &&
 		w.Bash.Timeout == o.Bash.Timeout && w.Bash.MaxTimeout == o.Bash.MaxTimeout && slices.Equal(w.Bash.Env, o.Bash.Env) &&
 		w.Bash.Network == o.Bash.Network && w.Bash.Unconfined == o.Bash.Unconfined && w.Budget == o.Budget &&
-		w.Bash.BackgroundMax == o.Bash.BackgroundMax && w.Bash.GitIdentity == o.Bash.GitIdentity && w.Bash.UserGitConfig == o.Bash.UserGitConfig
+		w.Bash.BackgroundMax == o.Bash.BackgroundMax && w.Bash.GitIdentity == o.Bash.GitIdentity && w.Bash.UserGitConfig == o.Bash.UserGitConfig &&
+		w.LSP.Idle == o.LSP.Idle && maps.EqualFunc(w.LSP.Servers, o.LSP.Servers, slices.Equal)
 }
 
 // workspaceBudget is the smaller of max_output and where the gateway's

@@ -31,13 +31,20 @@ backends:
       background_max: 2h
       git_identity: "Ada Lovelace <ada@example.com>"
       user_gitconfig: true
+    lsp:
+      idle: 30s
+      servers:
+        python: [pylsp]
+        go: [/opt/gopls, -remote=auto]
   scratch: {transport: workspace, root: .}
 `, nil)
 	repo, _ := cfg.Backend("repo")
 	want := &Workspace{Root: cfg.Dir, ReadOnly: true, MaxOutput: 5000, Budget: 5000, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "repo"),
 		SnapshotMaxSize: 10 << 20, SnapshotMaxFiles: 500,
 		Bash: Bash{Timeout: 30 * time.Second, MaxTimeout: time.Minute, Env: []string{"GOPATH", "GOFLAGS"}, Network: true, Unconfined: true,
-			BackgroundMax: 2 * time.Hour, GitIdentity: "Ada Lovelace <ada@example.com>", UserGitConfig: true}}
+			BackgroundMax: 2 * time.Hour, GitIdentity: "Ada Lovelace <ada@example.com>", UserGitConfig: true},
+		LSP: LSP{Idle: 30 * time.Second, Servers: map[string][]string{"go": {"/opt/gopls", "-remote=auto"}, "python": {"pylsp"},
+			"typescript": {"typescript-language-server", "--stdio"}, "javascript": {"typescript-language-server", "--stdio"}}}}
 	if diff := cmp.Diff(want, repo.Workspace); diff != "" {
 		t.Errorf("repo (-want +got):\n%s", diff)
 	}
@@ -49,7 +56,8 @@ backends:
 	// 100,000: the pipeline would cut a larger Read's middle.
 	wantDef := &Workspace{Root: cfg.Dir, MaxOutput: DefaultWorkspaceMaxOutput, Budget: 40000, StateDir: filepath.Join(cfg.Dir, "st", "workspace", "scratch"),
 		SnapshotMaxSize: 1 << 30, SnapshotMaxFiles: 100000,
-		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout, BackgroundMax: 8 * time.Hour, GitIdentity: "kiln workspace <kiln@workspace.invalid>"}}
+		Bash: Bash{Timeout: DefaultBashTimeout, MaxTimeout: DefaultBashMaxTimeout, BackgroundMax: 8 * time.Hour, GitIdentity: "kiln workspace <kiln@workspace.invalid>"},
+		LSP:  LSP{Idle: 10 * time.Minute, Servers: DefaultLSPServers}}
 	if diff := cmp.Diff(wantDef, scratch.Workspace); diff != "" {
 		t.Errorf("scratch defaults (-want +got):\n%s", diff)
 	}
@@ -91,6 +99,18 @@ func TestWorkspaceProblems(t *testing.T) {
 			[]string{`kiln.yaml:6: backends.repo.snapshot_max_size: invalid size "2g"; use bytes or a number with B, KB, KiB, MB, MiB, GB or GiB (did you mean 2GiB?)`}},
 		{"zero snapshot files", head + "    transport: workspace\n    root: .\n    snapshot_max_files: 0\n",
 			[]string{`kiln.yaml:6: backends.repo.snapshot_max_files: want a positive whole number such as 100000, got "0"`}},
+		{"lsp unknown language", head + "    transport: workspace\n    root: .\n    lsp: {servers: {rust: [rust-analyzer]}}\n",
+			[]string{`kiln.yaml:6: backends.repo.lsp.servers.rust: "rust" is not a language kiln runs a server for; use one of go, typescript, javascript, python`}},
+		{"lsp command not a list", head + "    transport: workspace\n    root: .\n    lsp:\n      servers: {go: gopls}\n",
+			[]string{`kiln.yaml:7: backends.repo.lsp.servers.go: is a single value; want the command and its arguments as a list, e.g. [gopls]`}},
+		{"lsp empty command", head + "    transport: workspace\n    root: .\n    lsp:\n      servers: {go: [\"\"]}\n",
+			[]string{`kiln.yaml:7: backends.repo.lsp.servers.go[0]: the command is empty; name the server's executable, e.g. [gopls]`}},
+		{"lsp idle zero", head + "    transport: workspace\n    root: .\n    lsp: {idle: 0s}\n",
+			[]string{`kiln.yaml:6: backends.repo.lsp.idle: must be positive, got "0s"; use e.g. 30s`}},
+		{"lsp unknown key", head + "    transport: workspace\n    root: .\n    lsp: {idel: 5m}\n",
+			[]string{`kiln.yaml:6: backends.repo.lsp.idel: unknown key; did you mean "idle"?`}},
+		{"lsp on stdio", head + "    command: x\n    lsp: {idle: 5m}\n",
+			[]string{`kiln.yaml:5: backends.repo.lsp: only used by workspace backends; remove it or set transport: workspace`}},
 		{"snapshot size on stdio", head + "    command: x\n    snapshot_max_size: 1GiB\n",
 			[]string{`kiln.yaml:5: backends.repo.snapshot_max_size: only used by workspace backends; remove it or set transport: workspace`}},
 	}

@@ -158,6 +158,23 @@ func (w *Workspace) applyEdits(ctx context.Context, tool, summary string, change
 	if err != nil {
 		return toolcall.Errorf("%s could not write the change, nothing was changed: %s", tool, errText(err))
 	}
+	// Every running language server learns of every change first: the
+	// checks below may stop early.
+	// gopls is caught up once it published for the new texts (it
+	// answered workspace/symbol from the old ones for a moment); the
+	// others publish nothing when their diagnostics stay the same.
+	before := map[*langServer]int{}
+	for _, c := range changes {
+		if s := w.running(langOf(c.rel)); s != nil && s.key == "go" {
+			if _, ok := before[s]; !ok {
+				before[s] = s.conn.Published()
+			}
+		}
+		w.lspChanged(c.rel)
+	}
+	for s, n := range before {
+		s.waitPublished(ctx, n, true, diagFeedbackWait)
+	}
 	var b strings.Builder
 	b.WriteString(summary)
 	// One check a file, each bounded; once one runs out of time the

@@ -11,6 +11,11 @@
 // private temporary folder, read-only system folders, nothing else) and,
 // without network: true, an empty network namespace before it execs bash.
 //
-// Lifecycle: Open → Tools / Call (concurrently) → Close, which kills every
-// shell still running.
+// The navigation tools (find_definition, find_references, rename_symbol,
+// …) ask a language server per (workspace, language), started on first
+// use under the same confinement as Bash, through the LSP client in
+// package lsp (lspserver.go).
+//
+// Lifecycle: Open → Tools / Call (concurrently) → Close, which stops the
+// language servers and kills every shell still running.
 package workspace

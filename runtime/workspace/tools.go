@@ -151,7 +151,45 @@ var tools = []Tool{
 			"source":{"type":"string","description":"The diagram in Mermaid syntax, e.g. graph TD; A-->B"},
 			"format":{"type":"string","enum":["svg","png"],"default":"svg","description":"The image format"},
 			"output_path":{"type":"string","description":"Where to write the image in the workspace; omit to get it back in the result"}},"required":["source"],"additionalProperties":false}`)},
+	{Name: "find_definition", call: findDefinitionTool, hints: readOnly,
+		Description: "Finds where a symbol is declared, through the language server: give file_path, line and column of a use, or symbol (Parse, pkg.Name, Type.Method). Returns the file, the declaration's line range and its first lines." + lspNote,
+		InputSchema: schema(`{"type":"object","properties":{` + lspWhere + `},"additionalProperties":false}`)},
+	{Name: "find_references", call: findReferencesTool, hints: readOnly,
+		Description: "Finds every reference to a symbol, through the language server, including calls through an interface or a re-export that Grep misses: give file_path, line and column, or symbol. Returns file:line:col and the line's text, grouped by file, at most head_limit (default 500)." + lspNote,
+		InputSchema: schema(`{"type":"object","properties":{` + lspWhere + `,
+			"include_declaration":{"type":"boolean","default":false,"description":"Also list the declaration itself"},
+			"head_limit":{"type":"integer","minimum":1,"description":"Show at most this many references"}},"additionalProperties":false}`)},
+	{Name: "workspace_symbols", call: workspaceSymbolsTool, hints: readOnly,
+		Description: "Searches the declarations of the whole project by name (the language server's fuzzy match), for each language the root's project files name (go.mod, tsconfig.json/package.json, pyproject.toml…). Returns kind, name, file:line:col and end line." + lspNote,
+		InputSchema: schema(`{"type":"object","properties":{"query":{"type":"string","description":"The name or part of it, e.g. Parse or Server.Start"}},"required":["query"],"additionalProperties":false}`)},
+	{Name: "document_symbols", call: documentSymbolsTool, hints: readOnly,
+		Description: "Lists the declarations of one file as a tree (kind, name, line:col and end line), through the language server." + lspNote,
+		InputSchema: schema(`{"type":"object","properties":{"file_path":{"type":"string","description":"The file to outline"}},"required":["file_path"],"additionalProperties":false}`)},
+	{Name: "hover", call: hoverTool, hints: readOnly,
+		Description: "Shows the type and doc comment of the identifier at a position, through the language server." + lspNote,
+		InputSchema: schema(`{"type":"object","properties":{
+			"file_path":{"type":"string","description":"The file holding the identifier"},
+			"line":{"type":"integer","minimum":1,"description":"1-based line, as Read numbers lines"},
+			"column":{"type":"integer","minimum":1,"description":"1-based character column on that line"}},"required":["file_path","line","column"],"additionalProperties":false}`)},
+	{Name: "rename_symbol", writes: true, call: renameSymbolTool, hints: changes,
+		Description: "Renames a symbol and every reference to it across the project, with the language server's edit: all files written or none, every one through the workspace's path checks. Refuses, writing nothing, when the server reports a conflict or an error (TypeScript and Python: when the renamed code would have new errors, such as a duplicate name), when new_name is not an identifier, or when the edit would touch a file outside the root. Returns a unified diff and the post-edit check; dry_run only shows the diff." + lspNote,
+		InputSchema: schema(`{"type":"object","properties":{` + lspWhere + `,
+			"new_name":{"type":"string","description":"The new name"},
+			"dry_run":{"type":"boolean","default":false,"description":"Show the diff without writing anything"}},"required":["new_name"],"additionalProperties":false}`)},
+	{Name: "diagnostics", call: diagnosticsTool, hints: readOnly,
+		Description: "The language server's errors, warnings and hints as file:line:col severity message: for one file, or without file_path for the whole project of each language the root's project files name." + lspNote,
+		InputSchema: schema(`{"type":"object","properties":{"file_path":{"type":"string","description":"Only this file (default: the whole project)"}},"additionalProperties":false}`)},
 }
+
+// The navigation tools' shared arguments: where (file_path, line,
+// column) or what (symbol).
+const (
+	lspWhere = `"file_path":{"type":"string","description":"The file holding the identifier (with line and column), or the file to look for symbol in"},
+			"line":{"type":"integer","minimum":1,"description":"1-based line of the identifier, as Read numbers lines"},
+			"column":{"type":"integer","minimum":1,"description":"1-based character column of the identifier on that line"},
+			"symbol":{"type":"string","description":"Instead of line and column: the declaration's name, bare (Parse) or qualified (pkg.Name, Type.Method), found through the language server's symbols"}`
+	lspNote = " Go (gopls), TypeScript/JavaScript (typescript-language-server) and Python (pyright), started on first use and confined like Bash; paths in the answer are relative to the root, and locations outside it (dependencies, the toolchain) are left out."
+)
 
 var verifySchema = schema(`{"type":"object","properties":{"timeout":{"type":"integer","minimum":1,"description":"Optional timeout in milliseconds (default: the Bash timeout)"}},"additionalProperties":false}`)
 

@@ -19,8 +19,20 @@ const feedbackTimeout = 8 * time.Second
 
 // feedback runs gofmt and go vet on a Go file just written and returns
 // their findings for that file, or "" when clean, not Go, or too slow.
-// Both run confined, like Bash: go vet compiles the package.
+// Both run confined, like Bash: go vet compiles the package. When a
+// language server for the file's language is running, its errors and
+// warnings for the file follow (lspFeedback).
 func (w *Workspace) feedback(ctx context.Context, rel string) string {
+	// A running language server learns of the change first, and adds its
+	// own findings after the Go checks.
+	if w.lspChanged(rel) == nil {
+		return w.goFeedback(ctx, rel)
+	}
+	return w.goFeedback(ctx, rel) + w.lspFeedback(ctx, rel)
+}
+
+// goFeedback is the Go part of the post-edit check.
+func (w *Workspace) goFeedback(ctx context.Context, rel string) string {
 	if filepath.Ext(rel) != ".go" {
 		return ""
 	}

@@ -60,6 +60,10 @@ type Workspace struct {
 	warming atomic.Bool
 	warmer  *shell
 
+	// lsps are the language servers (lspserver.go), made on first use.
+	lspOnce sync.Once
+	lsps    *lspSet
+
 	mu     sync.Mutex
 	shells map[string]*shell
 	// background counts the background shells in shells and starting.
@@ -195,14 +199,15 @@ func (w *Workspace) Call(ctx context.Context, name string, args json.RawMessage)
 	return t.call(w, ctx, args)
 }
 
-// Close kills every shell still running and removes the private
-// temporary folder.
+// Close stops the language servers, kills every shell still running and
+// removes the private temporary folder.
 func (w *Workspace) Close() error {
 	w.closeOnce.Do(func() { w.closeErr = w.close() })
 	return w.closeErr
 }
 
 func (w *Workspace) close() error {
+	w.stopServers()
 	w.mu.Lock()
 	w.closed = true
 	shells := make([]*shell, 0, len(w.shells)+1)
