@@ -160,13 +160,13 @@ unit:
 
 race: lsp $(TESTREPORT)
 	@mkdir -p $(TESTRUN)
-	$(GO) test -json -race -shuffle=on ./... | $(TESTREPORT) stream $(TESTRUN)/race.json
+	$(GO) test -json -race -shuffle=on -timeout 30m ./... | $(TESTREPORT) stream $(TESTRUN)/race.json
 
 # Only ./tests has e2e files; the packages under it (faultserver,
 # testreport) hold plain tests, which race runs.
 e2e: peers mermaid lsp $(if $(BUILT),,build fixtures) $(TESTREPORT)
 	@mkdir -p $(TESTRUN)
-	KILN_BIN=$(CURDIR)/bin KILN_FIXTURES=$(FIXTURES) $(GO) test -json -tags e2e -count=1 ./tests | $(TESTREPORT) stream $(TESTRUN)/e2e.json
+	KILN_BIN=$(CURDIR)/bin KILN_FIXTURES=$(FIXTURES) $(GO) test -json -tags e2e -count=1 -timeout 30m ./tests | $(TESTREPORT) stream $(TESTRUN)/e2e.json
 
 ## check: the contributor's fast lane (format, vet, staticcheck, tidy, unit tests; a few minutes)
 check: lint unit
