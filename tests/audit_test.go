@@ -4,11 +4,9 @@ package tests
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -264,22 +262,8 @@ func TestAuditOTelLogs(t *testing.T) {
 			w.Header().Set("Content-Type", "application/x-protobuf")
 			return
 		}
-		var body io.Reader = req.Body
-		if req.Header.Get("Content-Encoding") == "gzip" {
-			gz, err := gzip.NewReader(req.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = gz
-		}
-		raw, err := io.ReadAll(body)
 		var msg collogspb.ExportLogsServiceRequest
-		if err == nil {
-			err = proto.Unmarshal(raw, &msg)
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		if !readOTLP(w, req, &msg) {
 			return
 		}
 		mu.Lock()

@@ -48,22 +48,8 @@ func (r *otlpReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "want a protobuf POST to /v1/traces", http.StatusUnsupportedMediaType)
 		return
 	}
-	var body io.Reader = req.Body
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		gz, err := gzip.NewReader(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = gz
-	}
-	raw, err := io.ReadAll(body)
 	var msg coltracepb.ExportTraceServiceRequest
-	if err == nil {
-		err = proto.Unmarshal(raw, &msg)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	if !readOTLP(w, req, &msg) {
 		return
 	}
 	r.mu.Lock()
@@ -268,4 +254,27 @@ backends:
 			t.Errorf("traceparent %q does not name an exported web.echo span", c.header)
 		}
 	}
+}
+
+// readOTLP decodes an OTLP/HTTP request body (gzipped or not) into msg, as
+// a collector's receiver does, answering 400 itself when it cannot.
+func readOTLP(w http.ResponseWriter, req *http.Request, msg proto.Message) bool {
+	var body io.Reader = req.Body
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(req.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return false
+		}
+		body = gz
+	}
+	raw, err := io.ReadAll(body)
+	if err == nil {
+		err = proto.Unmarshal(raw, msg)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
 }

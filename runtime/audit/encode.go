@@ -3,12 +3,13 @@ package audit
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/kilnmcp/kiln/runtime/jsontext"
 )
 
 // appendRecord appends r as one JSON line, as encoding/json would write
-// it (same keys, same omissions) without its reflection: the writer
-// encodes every call, and this is most of its work.
+// it (same keys, same omissions, invalid UTF-8 as U+FFFD) without its
+// reflection: the writer encodes every call, and this is most of its work.
 func appendRecord(b []byte, r *Record) []byte {
 	b = append(b, `{"time":"`...)
 	b = r.Time.AppendFormat(b, time.RFC3339Nano)
@@ -48,58 +49,5 @@ func appendField(b []byte, key, value string) []byte {
 	b = append(b, `,"`...)
 	b = append(b, key...)
 	b = append(b, `":`...)
-	return appendString(b, value)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string: quotes, backslashes and
-// control characters escaped, invalid UTF-8 as U+FFFD, as encoding/json
-// does (but leaving <, > and & alone, as the log is not HTML).
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return jsontext.AppendString(b, value, jsontext.ValidUTF8)
 }

@@ -28,7 +28,7 @@ const (
 
 // Options configure a Log.
 type Options struct {
-	// Path is the JSONL file; empty writes no file (Emit alone).
+	// Path is the JSONL file; empty writes no file (Sinks alone).
 	Path string
 	// MaxSize rotates the file before a batch would take it past this
 	// many bytes; Keep is how many rotated files (path.1 … path.Keep) stay.
@@ -41,10 +41,20 @@ type Options struct {
 	Replica string
 	// FlushEvery is how often a batch is written and fsynced.
 	FlushEvery time.Duration
-	// Emit, when set, sees every record as written (with the same values
-	// rule), from the writer goroutine: OpenTelemetry's log exporter.
-	Emit   func(Record)
+	// Sinks see every record as it is written, from the writer goroutine:
+	// OpenTelemetry's log exporter, the console's live log.
+	Sinks  []Sink
 	Logger *slog.Logger
+}
+
+// Sink is one more reader of the records. Every reader shares the one
+// Caller wrapper, batch and digest; each decides for itself whether its
+// records carry the argument values.
+type Sink struct {
+	Emit func(Record)
+	// Values: Args holds the arguments' canonical JSON; else only the
+	// digest, as in the file without Options.Values.
+	Values bool
 }
 
 // Log is an audit log; see the package doc. Safe for concurrent use.
@@ -144,9 +154,6 @@ func (l *Log) Add(r Record) {
 	}
 }
 
-// Values reports whether lines keep argument values.
-func (l *Log) Values() bool { return l != nil && l.opts.Values }
-
 // Problem says why the log is not keeping up (a write failed, records
 // were dropped), or nil; kiln://health shows it.
 func (l *Log) Problem() error {
@@ -232,17 +239,26 @@ func (l *Log) flush() {
 	}()
 	for i := range batch {
 		r := &batch[i]
+		var values json.RawMessage
 		if r.Event == EventCall && r.Args != nil {
 			canon := Canonical(r.Args)
 			r.ArgsSHA256 = digestOf(canon)
-			r.Args = nil
-			if l.opts.Values && json.Valid(canon) {
-				r.Args = canon
+			if json.Valid(canon) {
+				values = canon
 			}
 		}
+		r.Args = nil
+		if l.opts.Values {
+			r.Args = values
+		}
 		buf = appendRecord(buf, r)
-		if l.opts.Emit != nil {
-			l.opts.Emit(*r)
+		for _, s := range l.opts.Sinks {
+			rec := *r
+			rec.Args = nil
+			if s.Values {
+				rec.Args = values
+			}
+			s.Emit(rec)
 		}
 	}
 	if l.opts.Path == "" {

@@ -14,13 +14,11 @@ import (
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
-// Event kinds of a Record.
+// Event kinds of a Record kiln itself writes; the catalog's events
+// (register, deregister, drift, hidden) come with their own kind.
 const (
-	EventCall     = "call"
-	EventRegister = "register"
-	EventDeregist = "deregister"
-	EventReload   = "reload"
-	EventDrift    = "drift"
+	EventCall   = "call"
+	EventReload = "reload"
 )
 
 // Outcomes of a call Record.

@@ -2,6 +2,7 @@ package console
 
 import (
 	"archive/tar"
+	"cmp"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -71,7 +72,7 @@ func (c *Console) apiTree(w http.ResponseWriter, r *http.Request) {
 	if root == nil {
 		return
 	}
-	rel, entries, err := list(root, cmpOr(r.URL.Query().Get("path"), "."))
+	rel, entries, err := list(root, cmp.Or(r.URL.Query().Get("path"), "."))
 	if err != nil {
 		httpError(w, r, http.StatusNotFound, err.Error())
 		return
@@ -301,11 +302,4 @@ func (c *Console) apiExec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, out)
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -104,9 +104,9 @@ func BenchmarkCallWithSubscribers(b *testing.B) {
 	for _, n := range []int{0, 50} {
 		b.Run("subscribers"+strconv.Itoa(n), func(b *testing.B) {
 			r := newRig(b)
-			feed, err := audit.Open(audit.Options{FlushEvery: 20 * time.Millisecond, Emit: func(rec audit.Record) {
+			feed, err := audit.Open(audit.Options{FlushEvery: 20 * time.Millisecond, Sinks: []audit.Sink{{Emit: func(rec audit.Record) {
 				r.c.Publish(Event{Kind: rec.Event, Tool: rec.Tool, Outcome: rec.Outcome, MS: rec.DurationMS})
-			}})
+			}}}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"embed"
 	"encoding/json"
 	"html/template"
@@ -161,7 +162,7 @@ func (c *Console) pageWorkspace(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) renderWorkspace(w http.ResponseWriter, r *http.Request, name string, exec *execResult) {
-	p := cmpOr(r.URL.Query().Get("path"), ".")
+	p := cmp.Or(r.URL.Query().Get("path"), ".")
 	data := map[string]any{"Name": name, "Path": p, "Exec": exec, "Command": r.PostFormValue("command")}
 	ws := c.root(name)
 	if rel, entries, err := list(ws, p); err == nil {

@@ -386,12 +386,7 @@ func TestCSRF(t *testing.T) {
 func TestNothingFromOutsideTheRoot(t *testing.T) {
 	r := newRig(t)
 	get := func(path string) (int, string) {
-		req, _ := http.NewRequest("GET", r.srv.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer api-token")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := r.api(t, context.Background(), "GET", path)
 		return resp.StatusCode, readAll(resp)
 	}
 	for _, p := range []string{"../secret.txt", filepath.Join(filepath.Dir(r.root), "secret.txt"), "out", "updir/secret.txt", "updir", "..", "/"} {
@@ -426,14 +421,9 @@ func TestNothingFromOutsideTheRoot(t *testing.T) {
 // never reach the stream.
 func TestEventsCarryNoValues(t *testing.T) {
 	r := newRig(t)
-	req, _ := http.NewRequest("GET", r.srv.URL+"/api/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer api-token")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := r.api(t, ctx, "GET", "/api/v1/events")
 	defer resp.Body.Close()
 	for r.c.Subscribers() == 0 {
 		time.Sleep(5 * time.Millisecond)
@@ -521,12 +511,7 @@ func TestPolicyDecidesWorkspacesAndEvents(t *testing.T) {
 	}
 	r := newRigWith(t, Options{Allows: deny}, true)
 	get := func(path string) (int, string) {
-		req, _ := http.NewRequest("GET", r.srv.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer api-token")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := r.api(t, context.Background(), "GET", path)
 		return resp.StatusCode, readAll(resp)
 	}
 	if _, body := get("/api/v1/workspaces"); strings.Contains(body, `"ws"`) {
@@ -539,14 +524,9 @@ func TestPolicyDecidesWorkspacesAndEvents(t *testing.T) {
 	}
 	r.c.Publish(Event{Kind: "call", Tool: "b.secret_tool"})
 	r.c.Publish(Event{Kind: "call", Tool: "b.open_tool"})
-	req, _ := http.NewRequest("GET", r.srv.URL+"/api/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer api-token")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := r.api(t, ctx, "GET", "/api/v1/events")
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -621,4 +601,16 @@ func TestFileViewRefusesFIFOs(t *testing.T) {
 	if body := readAll(resp); resp.StatusCode == http.StatusOK || !strings.Contains(body, "not a regular file") {
 		t.Errorf("%d %q", resp.StatusCode, body)
 	}
+}
+
+// api sends method path to the rig with the front door's token, within ctx.
+func (r *rig) api(t *testing.T, ctx context.Context, method, path string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, method, r.srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer api-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

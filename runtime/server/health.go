@@ -80,44 +80,36 @@ func (s *Server) health() healthView {
 	return h
 }
 
+// sharedStateProblem adds an unreachable shared state to the verdict:
+// calls go on, but changes that every replica must see cannot be made.
+func (s *Server) sharedStateProblem(h *healthView) {
+	partProblem(h, s.opts.SharedState, "(shared state)", "unreachable", "shared state unreachable",
+		"tool calls still work; register_manual, deregister_manual and OAuth token refreshes fail until the Redis in gateway.state_url answers again; kiln's operator should check it")
+}
+
 // auditProblem adds an audit log that cannot write to the verdict: calls
 // go on, but their records wait in memory (and are lost with a crash).
 func (s *Server) auditProblem(h *healthView) {
-	if s.opts.Audit == nil {
+	partProblem(h, s.opts.Audit, "(audit log)", "failing", "audit log not written",
+		"tool calls still work; their audit records wait in memory until a write succeeds (and are dropped past 100,000); kiln's operator should free space where gateway.audit.path points")
+}
+
+// partProblem adds a part of kiln that report says is failing (not a
+// backend: calls go on) to the verdict, which is degraded at least.
+func partProblem(h *healthView, report func() error, part, state, summary, advice string) {
+	if report == nil {
 		return
 	}
-	err := s.opts.Audit()
+	err := report()
 	if err == nil {
 		return
 	}
-	degrade(h)
-	h.Summary += "; audit log not written"
-	h.Problems = append(h.Problems, problem{Backend: "(audit log)", State: "failing", Reason: err.Error(),
-		Advice: "tool calls still work; their audit records wait in memory until a write succeeds (and are dropped past 100,000); kiln's operator should free space where gateway.audit.path points"})
-}
-
-// degrade turns an ok verdict degraded.
-func degrade(h *healthView) {
 	if h.Status == healthOK {
 		h.Status = healthDegraded
 		h.Summary = healthDegraded + strings.TrimPrefix(h.Summary, healthOK)
 	}
-}
-
-// sharedStateProblem adds an unreachable shared state to the verdict:
-// calls go on, but changes that every replica must see cannot be made.
-func (s *Server) sharedStateProblem(h *healthView) {
-	if s.opts.SharedState == nil {
-		return
-	}
-	err := s.opts.SharedState()
-	if err == nil {
-		return
-	}
-	degrade(h)
-	h.Summary += "; shared state unreachable"
-	h.Problems = append(h.Problems, problem{Backend: "(shared state)", State: "unreachable", Reason: err.Error(),
-		Advice: "tool calls still work; register_manual, deregister_manual and OAuth token refreshes fail until the Redis in gateway.state_url answers again; kiln's operator should check it"})
+	h.Summary += "; " + summary
+	h.Problems = append(h.Problems, problem{Backend: part, State: state, Reason: err.Error(), Advice: advice})
 }
 
 // problemOf explains why a backend cannot take calls and what to do, or

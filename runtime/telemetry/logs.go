@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -18,34 +17,10 @@ import (
 	"github.com/kilnmcp/kiln/runtime/audit"
 )
 
-// logsWanted reads the standard variables for log records, as
-// tracesWanted does for spans: on when OTEL_LOGS_EXPORTER is otlp, or
-// unset while an OTLP endpoint is set; OTEL_SDK_DISABLED=true turns them
-// off. Kiln's log records are its audit records.
+// logsWanted is tracesWanted for log records (OTEL_LOGS_EXPORTER): kiln's
+// log records are its audit records.
 func logsWanted(getenv func(string) string) (bool, error) {
-	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
-		return false, nil
-	}
-	exp := strings.ToLower(strings.TrimSpace(getenv("OTEL_LOGS_EXPORTER")))
-	switch exp {
-	case "none":
-		return false, nil
-	case "otlp":
-	case "":
-		if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT") == "" {
-			return false, nil
-		}
-	default:
-		return false, fmt.Errorf("OTEL_LOGS_EXPORTER=%q: kiln exports log records only over OTLP; set it to otlp or none", exp)
-	}
-	proto := getenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL")
-	if proto == "" {
-		proto = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
-	if proto != "" && proto != "http/protobuf" {
-		return false, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: kiln sends OTLP over http/protobuf only; set it to http/protobuf (a collector's OTLP/HTTP receiver listens on :4318)", proto)
-	}
-	return true, nil
+	return signalWanted(getenv, "LOGS", "log records")
 }
 
 // startLogs builds a logger provider exporting over OTLP/HTTP as the
@@ -72,7 +47,7 @@ func startLogs(ctx context.Context, version string) (*sdklog.LoggerProvider, err
 }
 
 // AuditEmitter returns what sends each audit record as an OpenTelemetry
-// log record (audit.Options.Emit), or nil when log records are off.
+// log record (an audit.Sink's Emit), or nil when log records are off.
 func (t *Telemetry) AuditEmitter() func(audit.Record) {
 	if t.lp == nil {
 		return nil

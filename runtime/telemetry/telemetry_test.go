@@ -156,3 +156,26 @@ func TestTracesWanted(t *testing.T) {
 		}
 	}
 }
+
+// TestLogsWanted: log records read their own OTEL_LOGS_* variables and
+// share the endpoint and the protocol check with traces.
+func TestLogsWanted(t *testing.T) {
+	for _, c := range []struct {
+		env     map[string]string
+		on      bool
+		errText string
+	}{
+		{map[string]string{}, false, ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, true, ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_LOGS_EXPORTER": "none"}, false, ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://c:4318/v1/logs"}, true, ""},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, false, ""},
+		{map[string]string{"OTEL_LOGS_EXPORTER": "console"}, false, "OTEL_LOGS_EXPORTER"},
+		{map[string]string{"OTEL_LOGS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "grpc"}, false, "http/protobuf only"},
+	} {
+		on, err := logsWanted(func(k string) string { return c.env[k] })
+		if on != c.on || (c.errText == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.errText)) {
+			t.Errorf("logsWanted(%v) = %v, %v; want %v, error containing %q", c.env, on, err, c.on, c.errText)
+		}
+	}
+}

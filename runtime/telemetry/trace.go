@@ -22,22 +22,30 @@ var propagator = propagation.TraceContext{}
 // OTEL_TRACES_EXPORTER is otlp, or unset while an OTLP endpoint is set;
 // OTEL_SDK_DISABLED=true turns them off.
 func tracesWanted(getenv func(string) string) (bool, error) {
+	return signalWanted(getenv, "TRACES", "traces")
+}
+
+// signalWanted reads OTEL_<SIGNAL>_EXPORTER and the OTLP endpoint and
+// protocol variables (general and per signal) for one signal; what names
+// the signal in errors.
+func signalWanted(getenv func(string) string, signal, what string) (bool, error) {
 	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return false, nil
 	}
-	exp := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")))
+	key := "OTEL_" + signal + "_EXPORTER"
+	exp := strings.ToLower(strings.TrimSpace(getenv(key)))
 	switch exp {
 	case "none":
 		return false, nil
 	case "otlp":
 	case "":
-		if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") == "" {
 			return false, nil
 		}
 	default:
-		return false, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: kiln exports traces only over OTLP; set it to otlp or none", exp)
+		return false, fmt.Errorf("%s=%q: kiln exports %s only over OTLP; set it to otlp or none", key, exp, what)
 	}
-	proto := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	proto := getenv("OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL")
 	if proto == "" {
 		proto = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 	}

@@ -422,10 +422,33 @@ func TestLSPWithoutNamespaces(t *testing.T) {
 		t.Errorf("definition:\n%s", got)
 	}
 	gopls, _ := filepath.Abs("../../.cache/lsp/gopls-" + GoplsVersion + "/gopls")
-	killLeftovers(t, gopls)
-	if len(procsWith(t, gopls)) == 0 {
+	// Only this workspace's server: others (earlier tests' still ending,
+	// or another test run's) share the binary.
+	ours := func() []string { return inRoot(t, procsWith(t, gopls), f.root) }
+	if len(ours()) == 0 {
 		t.Fatal("no gopls process found")
 	}
+	for _, p := range ours() {
+		if pid, err := strconv.Atoi(p); err == nil {
+			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		}
+	}
 	f.w.Close()
-	eventually(t, 5*time.Second, "gopls ends with the workspace", func() bool { return len(procsWith(t, gopls)) == 0 })
+	eventually(t, 5*time.Second, "gopls ends with the workspace", func() bool { return len(ours()) == 0 })
+}
+
+// inRoot keeps the processes of pids whose working folder is root.
+func inRoot(t *testing.T, pids []string, root string) []string {
+	t.Helper()
+	want, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pids {
+		if cwd, err := os.Readlink(filepath.Join("/proc", p, "cwd")); err == nil && cwd == want {
+			out = append(out, p)
+		}
+	}
+	return out
 }

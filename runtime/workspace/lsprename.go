@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 	"github.com/kilnmcp/kiln/runtime/workspace/lsp"
@@ -42,11 +43,7 @@ func renameSymbolTool(w *Workspace, ctx context.Context, raw json.RawMessage) *t
 		NewName string `json:"new_name"`
 		DryRun  bool   `json:"dry_run"`
 	}
-	t, fail := decodeTarget(tool, raw, &a)
-	if fail != nil {
-		return fail
-	}
-	lang, fail := w.langOfTarget(tool, t)
+	t, lang, fail := w.decodeTargetLang(tool, raw, &a)
 	if fail != nil {
 		return fail
 	}
@@ -57,13 +54,7 @@ func renameSymbolTool(w *Workspace, ctx context.Context, raw json.RawMessage) *t
 		// Held from the server's answer to the write: an edit in between
 		// would make the answer's positions wrong.
 		w.writeMu.Lock()
-		unlocked := false
-		unlock := func() {
-			if !unlocked {
-				unlocked = true
-				w.writeMu.Unlock()
-			}
-		}
+		unlock := sync.OnceFunc(w.writeMu.Unlock) // released early before the post-edit check
 		defer unlock()
 		sp, fail := w.locate(ctx, tool, s, t)
 		if fail != nil {
@@ -111,8 +102,7 @@ func renameSymbolTool(w *Workspace, ctx context.Context, raw json.RawMessage) *t
 			}
 			return toolcall.Text(w.capText(b.String()))
 		}
-		unlocked = true // applyEdits unlocks
-		return w.applyEdits(ctx, tool, summary, changes, w.writeMu.Unlock)
+		return w.applyEdits(ctx, tool, summary, changes, unlock) // it unlocks before its checks
 	})
 }
 

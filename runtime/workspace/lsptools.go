@@ -198,6 +198,17 @@ func outsideNote(n int, what string) string {
 	return fmt.Sprintf("\n(%d %s outside the workspace root, in a dependency or the toolchain, not shown)", n, what)
 }
 
+// decodeTargetLang is decodeTarget and the language whose server answers
+// for the target (langOfTarget).
+func (w *Workspace) decodeTargetLang(tool string, raw json.RawMessage, extra any) (target, string, *toolcall.Result) {
+	t, fail := decodeTarget(tool, raw, extra)
+	if fail != nil {
+		return t, "", fail
+	}
+	lang, fail := w.langOfTarget(tool, t)
+	return t, lang, fail
+}
+
 func decodeTarget(tool string, raw json.RawMessage, extra any) (target, *toolcall.Result) {
 	var t target
 	if err := decode(raw, &t); err != nil {
@@ -213,11 +224,7 @@ func decodeTarget(tool string, raw json.RawMessage, extra any) (target, *toolcal
 
 func findDefinitionTool(w *Workspace, ctx context.Context, raw json.RawMessage) *toolcall.Result {
 	const tool = "find_definition"
-	t, fail := decodeTarget(tool, raw, nil)
-	if fail != nil {
-		return fail
-	}
-	lang, fail := w.langOfTarget(tool, t)
+	t, lang, fail := w.decodeTargetLang(tool, raw, nil)
 	if fail != nil {
 		return fail
 	}
@@ -321,11 +328,7 @@ func findReferencesTool(w *Workspace, ctx context.Context, raw json.RawMessage) 
 		IncludeDeclaration bool `json:"include_declaration"`
 		HeadLimit          int  `json:"head_limit"`
 	}
-	t, fail := decodeTarget(tool, raw, &a)
-	if fail != nil {
-		return fail
-	}
-	lang, fail := w.langOfTarget(tool, t)
+	t, lang, fail := w.decodeTargetLang(tool, raw, &a)
 	if fail != nil {
 		return fail
 	}

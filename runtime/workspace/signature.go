@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -61,13 +62,7 @@ func changeSignatureTool(w *Workspace, ctx context.Context, raw json.RawMessage)
 	// Held from reading the module to writing it: a Write or Edit in
 	// between would be overwritten.
 	w.writeMu.Lock()
-	unlocked := false
-	unlock := func() {
-		if !unlocked {
-			unlocked = true
-			w.writeMu.Unlock()
-		}
-	}
+	unlock := sync.OnceFunc(w.writeMu.Unlock) // released early before the post-edit check
 	defer unlock()
 	m, err := w.loadModule(modDir)
 	if err != nil {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"log/slog"
-	"os"
 
 	"github.com/kilnmcp/kiln/runtime/audit"
 	"github.com/kilnmcp/kiln/runtime/config"
@@ -12,18 +11,24 @@ import (
 	"github.com/kilnmcp/kiln/runtime/telemetry"
 )
 
-// openAudit opens the audit log gateway.audit asks for, feeding
-// OpenTelemetry log records too when OTEL_* turns them on; nil (a no-op
-// log) when neither is wanted.
-func openAudit(cfg *config.Config, tel *telemetry.Telemetry, log *slog.Logger) (*audit.Log, error) {
-	replica, _ := os.Hostname() // a pod's name in Kubernetes
+// openAudit opens the one audit log of this kiln: the file
+// gateway.audit asks for, OpenTelemetry log records when OTEL_* turns them
+// on, and the console's live log when the console is on (feed); nil (a
+// no-op log) when none of them is wanted.
+func openAudit(cfg *config.Config, tel *telemetry.Telemetry, feed *consoleFeed, replica string, log *slog.Logger) (*audit.Log, error) {
 	a := cfg.Gateway.Audit
-	emit := tel.AuditEmitter()
-	if a.Path == "" && emit == nil {
+	var sinks []audit.Sink
+	if emit := tel.AuditEmitter(); emit != nil {
+		sinks = append(sinks, audit.Sink{Emit: emit, Values: a.Values})
+	}
+	if feed != nil {
+		sinks = append(sinks, audit.Sink{Emit: feed.publish, Values: cfg.Gateway.Console.ShowValues})
+	}
+	if a.Path == "" && len(sinks) == 0 {
 		return nil, nil
 	}
 	return audit.Open(audit.Options{Path: a.Path, MaxSize: a.MaxSize, Keep: a.Keep, Values: a.Values,
-		FlushEvery: a.Flush, Replica: replica, Emit: emit, Logger: log})
+		FlushEvery: a.Flush, Replica: replica, Sinks: sinks, Logger: log})
 }
 
 // auditScope reads a call's session, profile and tier for its audit line.
@@ -33,12 +38,4 @@ func auditScope(ctx context.Context) (session, profile, tier string) {
 		profile = p.Name
 	}
 	return session, profile, telemetry.TierOf(ctx)
-}
-
-// orNone is s, or "none" when s is empty.
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/kilnmcp/kiln/runtime/audit"
 	"github.com/kilnmcp/kiln/runtime/config"
@@ -17,49 +16,18 @@ import (
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
-// recorders fans records out to the audit log and the console's live log.
-type recorders []*audit.Log
-
-func (rs recorders) Add(r audit.Record) {
-	for _, l := range rs {
-		l.Add(r)
-	}
-}
-
-// Caller wraps next in every log's recorder.
-func (rs recorders) Caller(next toolcall.Caller, scope audit.Scope) toolcall.Caller {
-	for _, l := range rs {
-		next = l.Caller(next, scope)
-	}
-	return next
-}
-
-func (rs recorders) Close() {
-	for _, l := range rs {
-		l.Close()
-	}
-}
-
-// consoleFeed is the console's live log: a log with no file whose records
-// reach the console once it exists (it is built after the server).
+// consoleFeed carries the audit log's records and the backends' events
+// to the console once it exists (it is built after the server).
 type consoleFeed struct {
-	log     *audit.Log
 	console atomic.Pointer[console.Console]
 }
 
-// openConsoleFeed returns nil unless the console is on over HTTP.
-func openConsoleFeed(cfg *config.Config, http bool, replica string) (*consoleFeed, error) {
+// newConsoleFeed returns nil unless the console is on over HTTP.
+func newConsoleFeed(cfg *config.Config, http bool) *consoleFeed {
 	if !cfg.Gateway.Console.Enabled || !http {
-		return nil, nil
+		return nil
 	}
-	f := &consoleFeed{}
-	l, err := audit.Open(audit.Options{Values: cfg.Gateway.Console.ShowValues, FlushEvery: 100 * time.Millisecond, Replica: replica,
-		Emit: func(r audit.Record) { f.publish(r) }})
-	if err != nil {
-		return nil, err
-	}
-	f.log = l
-	return f, nil
+	return &consoleFeed{}
 }
 
 func (f *consoleFeed) publish(r audit.Record) {
@@ -69,10 +37,14 @@ func (f *consoleFeed) publish(r audit.Record) {
 	}
 }
 
-// backendEvent puts a backend's state change in the live log.
+// backendEvent puts a supervision event (restart, circuit_open) in the
+// live log; it is not an audit record.
 func (f *consoleFeed) backendEvent(backend, event string) {
-	if f != nil {
-		f.log.Add(audit.Record{Event: "backend", Backend: backend, Detail: event})
+	if f == nil {
+		return
+	}
+	if c := f.console.Load(); c != nil {
+		c.Publish(console.Event{Kind: "backend", Backend: backend, Detail: event})
 	}
 }
 

@@ -138,24 +138,16 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer op.close()
 	go op.drainOn(sig, ctx, stopRun)
-	auditLog, err := openAudit(cfg, op.tel, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "kiln: %v\n", err)
-		return exitFail
-	}
 	replica, _ := os.Hostname() // a pod's name in Kubernetes
-	feed, err := openConsoleFeed(cfg, *httpAddr != "", replica)
+	feed := newConsoleFeed(cfg, *httpAddr != "")
+	auditLog, err := openAudit(cfg, op.tel, feed, replica, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitFail
-	}
-	records := recorders{auditLog}
-	if feed != nil {
-		records = append(records, feed.log)
 	}
 	// Closed before op.close shuts telemetry down, so the last batch
-	// reaches the file and the log exporter.
-	defer records.Close()
+	// reaches the file, the log exporter and the console.
+	defer auditLog.Close()
 	if err := server.CheckExposure(cfg, reg); err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
 		return exitUsage
@@ -237,7 +229,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	// server does are picked up by its first listing.
 	cat = catalog.New(catalog.Options{Registry: reg, Backends: disp, Config: cfg, Search: searcher, Logger: log, Store: st.registrations(cfg),
 		OnEvent: func(kind, backend, detail string) {
-			records.Add(audit.Record{Event: kind, Backend: backend, Detail: detail})
+			auditLog.Add(audit.Record{Event: kind, Backend: backend, Detail: detail})
 		},
 		OnAdmit: func(b config.Backend) { scrubber.Learn(backendSecrets(b)...) },
 		OnChange: func() {
@@ -270,12 +262,12 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			cat.SetConfig(next)
 			op.cfg.Store(next)
 			log.Info("config reloaded", "config", next.Path, "restarted", strings.Join(restarted, ","))
-			records.Add(audit.Record{Event: audit.EventReload, Detail: "config " + next.Path + " reloaded; backends restarted: " + orNone(strings.Join(restarted, ","))})
+			auditLog.Add(audit.Record{Event: audit.EventReload, Detail: "config " + next.Path + " reloaded; backends restarted: " + cmp.Or(strings.Join(restarted, ","), "none")})
 		})
 	}
 
 	// Outside the guard, so a refusal is audited like any other call.
-	caller := records.Caller(guard, auditScope)
+	caller := auditLog.Caller(guard, auditScope)
 	sb, err := startSandbox(cfg, caller, reg, compiledBindings, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "kiln: %v\n", err)
