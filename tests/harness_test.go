@@ -102,10 +102,20 @@ func ownState(t testing.TB, args []string) []string {
 // once it prints the address it listens on.
 func startHTTP(t testing.TB, args ...string) string {
 	t.Helper()
+	return startHTTPEnv(t, "", args...)
+}
+
+// startHTTPEnv is startHTTP with env (NAME=VALUE, or empty) added to
+// kiln's environment.
+func startHTTPEnv(t testing.TB, env string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, kilnBin(t), append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = ownState(t, args)
+	if env != "" {
+		cmd.Env = append(cmd.Env, env)
+	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	stderr, err := cmd.StderrPipe()

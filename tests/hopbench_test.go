@@ -30,13 +30,24 @@ import (
 // prints per path the median over rounds of each round's p50 and p99, and
 // the ratio of the path's added latency to the byte relay's, both taken
 // as medians of the per-round differences from the direct call. Run it
-// with -benchtime 1x: one iteration is the whole table.
+// with -benchtime 1x: one iteration is the whole table. KILN_HOP_ONLY=stdio
+// or http runs one of the two tables; with KILN_PROFILE_DIR every kiln
+// writes its profile there, named after its path.
 func BenchmarkHopTable(b *testing.B) {
 	rounds := envInt(b, "KILN_HOP_ROUNDS", 20)
 	calls := envInt(b, "KILN_HOP_CALLS", 1000)
 	httpCalls := envInt(b, "KILN_HOP_HTTP_CALLS", 100)
-	stdio := hopStdioPaths(b)
-	web := hopHTTPPaths(b)
+	only := os.Getenv("KILN_HOP_ONLY")
+	if only != "" && only != "stdio" && only != "http" {
+		b.Fatalf("KILN_HOP_ONLY=%q: want stdio, http or nothing (both)", only)
+	}
+	var stdio, web []hopPath
+	if only != "http" {
+		stdio = hopStdioPaths(b)
+	}
+	if only != "stdio" {
+		web = hopHTTPPaths(b)
+	}
 	for range b.N {
 		st := make([][]roundStat, len(stdio))
 		hs := make([][]roundStat, len(web))
@@ -48,8 +59,12 @@ func BenchmarkHopTable(b *testing.B) {
 				hs[j] = append(hs[j], timeConcurrent(b, web[j], httpCalls))
 			}
 		}
-		printStdioTable(stdio, st, rounds, calls)
-		printHTTPTable(web, hs, rounds, httpCalls)
+		if stdio != nil {
+			printStdioTable(stdio, st, rounds, calls)
+		}
+		if web != nil {
+			printHTTPTable(web, hs, rounds, httpCalls)
+		}
 	}
 }
 
@@ -147,7 +162,9 @@ func runKiln(b *testing.B, env string, args ...string) error {
 // hopHTTPPaths starts server-everything on streamable HTTP, a kiln in
 // direct mode on HTTP fronting it over HTTP, and one fronting
 // server-everything over stdio, and opens 64 sessions to each; the paths
-// are each of those at 1, 16 and 64 sessions.
+// are each of those at 1, 16 and 64 sessions, and, as the floor under the
+// last, the same client calling server-everything over stdio itself with
+// 1, 16 and 64 calls at once.
 func hopHTTPPaths(b *testing.B) []hopPath {
 	everything, _ := echoFleet(b)
 	backendURL := startEverythingHTTP(b)
@@ -157,8 +174,8 @@ func hopHTTPPaths(b *testing.B) []hopPath {
 		name, url, tool string
 	}{
 		{"backend-http", backendURL, "echo"},
-		{"kiln-http>http", startHTTP(b, "--config", viaHTTP) + "/mcp", "everything__echo"},
-		{"kiln-http>stdio", startHTTP(b, "--config", viaStdio) + "/mcp", "everything__echo"},
+		{"kiln-http>http", startHTTPEnv(b, profileEnvNamed("hop-http-http"), "--config", viaHTTP) + "/mcp", "everything__echo"},
+		{"kiln-http>stdio", startHTTPEnv(b, profileEnvNamed("hop-http-stdio"), "--config", viaStdio) + "/mcp", "everything__echo"},
 	}
 	echo := map[string]any{"message": "hi"}
 	// One keep-alive connection per session: the default transport keeps
@@ -181,6 +198,17 @@ func hopHTTPPaths(b *testing.B) []hopPath {
 			warm(b, p)
 			paths = append(paths, p)
 		}
+	}
+	// The floor under kiln-http>stdio: the same client calling the
+	// stdio backend itself, N calls at once on one session (a stdio
+	// server has one), so the table shows what the backend alone
+	// serves on this machine beside what kiln serves in front of it.
+	cs, _ := sdkStdio(b, "", everything...)
+	call := func(ctx context.Context) error { return callOK(ctx, cs, "echo", echo) }
+	for _, n := range []int{1, 16, 64} {
+		p := hopPath{fmt.Sprintf("backend-stdio/%d", n), slices.Repeat([]func(context.Context) error{call}, n)}
+		warm(b, p)
+		paths = append(paths, p)
 	}
 	return paths
 }
@@ -319,13 +347,32 @@ func printHTTPTable(paths []hopPath, hs [][]roundStat, rounds, calls int) {
 			medianOf(hs[j], func(r roundStat) float64 { return µs(r.p50) }),
 			medianOf(hs[j], func(r roundStat) float64 { return µs(r.p99) }))
 	}
-	// Paths are backend, kiln>http, kiln>stdio at 1, 16, 64 sessions:
-	// kiln>http at one session (index 3) over the backend's (index 0).
-	d := make([]roundStat, len(hs[0]))
-	for i := range d {
-		d[i] = roundStat{p50: hs[3][i].p50 - hs[0][i].p50}
+	at := func(name string) []roundStat {
+		for j, p := range paths {
+			if p.name == name {
+				return hs[j]
+			}
+		}
+		panic("no HTTP path " + name)
 	}
+	// kiln's added p50 over the HTTP backend's own, both at one session.
+	backend, kiln := at("backend-http/1"), at("kiln-http>http/1")
+	d := make([]roundStat, len(backend))
+	for i := range d {
+		d[i] = roundStat{p50: kiln[i].p50 - backend[i].p50}
+	}
+	added := medianOf(d, func(r roundStat) float64 { return µs(r.p50) })
 	fmt.Printf("kiln-http>http/1 added p50 %.0f µs = %.2fx the backend's own p50 (median of per-round differences)\n",
-		medianOf(d, func(r roundStat) float64 { return µs(r.p50) }),
-		medianOf(d, func(r roundStat) float64 { return µs(r.p50) })/medianOf(hs[0], func(r roundStat) float64 { return µs(r.p50) }))
+		added, added/medianOf(backend, func(r roundStat) float64 { return µs(r.p50) }))
+	// kiln in front of the stdio backend against the backend alone, the
+	// same N calls at once.
+	for _, n := range []int{1, 16, 64} {
+		k, floor := at(fmt.Sprintf("kiln-http>stdio/%d", n)), at(fmt.Sprintf("backend-stdio/%d", n))
+		r := make([]roundStat, len(k))
+		for i := range r {
+			r[i] = roundStat{rate: k[i].rate / floor[i].rate}
+		}
+		fmt.Printf("kiln-http>stdio/%d serves %.2fx the calls/s of backend-stdio/%d (median of per-round ratios)\n",
+			n, medianOf(r, func(r roundStat) float64 { return r.rate }), n)
+	}
 }

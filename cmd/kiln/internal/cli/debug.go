@@ -72,6 +72,9 @@ func startProfiles(knobs map[string]string) (stop func(), err error) {
 		cpu := stop
 		stop = func() {
 			cpu()
+			// The profile counts allocations as of the last finished
+			// collection: finish one so it holds the whole run.
+			runtime.GC()
 			if f, err := os.Create(path); err == nil {
 				_ = pprof.Lookup("allocs").WriteTo(f, 0)
 				f.Close()
