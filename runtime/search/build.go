@@ -57,7 +57,7 @@ type table struct {
 	termOff []uint32 // len = terms+1
 	postOff []uint32 // len = terms+1
 	postDoc []uint32
-	postW   []float32
+	postW   []float32 // after Load, often the frozen data itself: read only
 }
 
 func (t *table) numTerms() int { return max(len(t.termOff)-1, 0) }

@@ -14,7 +14,7 @@ import (
 
 // FormatVersion is the frozen format this build reads and writes. Bump it
 // with any change to the layout or to what a stored weight means.
-const FormatVersion = 6
+const FormatVersion = 7
 
 // The frozen form: magic, format version, CRC-32C of the payload, payload.
 // The payload holds the configuration, the corpus statistics, the base
@@ -56,16 +56,17 @@ func (ix *Index) MarshalBinary() ([]byte, error) {
 	return w.buf, nil
 }
 
-// Load decodes a frozen index. It checks the magic, the version and a
-// checksum first, then every offset and count, so a stale or damaged file
-// fails with ErrFormat, ErrVersion or ErrCorrupt instead of misbehaving.
+// Load decodes a frozen index. It checks the magic and the version, then
+// every offset and count while it verifies a checksum, so a stale or
+// damaged file fails with ErrFormat, ErrVersion or ErrCorrupt instead of
+// misbehaving.
 // data is copied once; every string of the index shares that copy.
 func Load(data []byte) (*Index, error) { return LoadString(string(data)) }
 
 // LoadString is Load without the copy: the index keeps substrings of data.
 // Generated code embeds the frozen index as a string (//go:embed), so the
 // bytes stay in the binary's read-only data and start-up allocates only the
-// decoded arrays.
+// decoded arrays; the weights are read in place.
 func LoadString(data string) (*Index, error) {
 	if len(data) < headerLen || data[:len(magic)] != magic {
 		return nil, fmt.Errorf("%w: bad magic; rebuild it with kiln-gen emit", ErrFormat)
@@ -73,10 +74,15 @@ func LoadString(data string) (*Index, error) {
 	if v := le32(data[len(magic):]); v != FormatVersion {
 		return nil, fmt.Errorf("%w: got %d, this build reads %d; regenerate with kiln-gen emit", ErrVersion, v, FormatVersion)
 	}
-	if crcOfString(data[headerLen:]) != le32(data[len(magic)+4:]) {
+	// The decoder checks every offset and count, so it can run while
+	// another core checksums the same bytes.
+	sum := make(chan uint32, 1)
+	go func() { sum <- crcOfString(data[headerLen:]) }()
+	ix, err := decodePayload(data[headerLen:])
+	if <-sum != le32(data[len(magic)+4:]) {
 		return nil, fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
 	}
-	return decodePayload(data[headerLen:])
+	return ix, err
 }
 
 func le32(s string) uint32 {
@@ -125,6 +131,14 @@ func (w *writer) u8(x uint8)    { w.buf = append(w.buf, x) }
 func (w *writer) f64(x float64) { w.buf = binary.LittleEndian.AppendUint64(w.buf, math.Float64bits(x)) }
 func (w *writer) str(s string)  { w.uv(uint64(len(s))); w.buf = append(w.buf, s...) }
 
+// align4 pads with zeros to a multiple of 4 bytes from the frozen form's
+// start.
+func (w *writer) align4() {
+	for len(w.buf)%4 != 0 {
+		w.buf = append(w.buf, 0)
+	}
+}
+
 func (w *writer) bool(b bool) {
 	if b {
 		w.u8(1)
@@ -164,6 +178,11 @@ func (w *writer) config(c *Config) {
 
 func (w *writer) segment(s *segment) {
 	w.uv(uint64(len(s.docs)))
+	nparams := 0
+	for i := range s.docs {
+		nparams += len(s.docs[i].Params)
+	}
+	w.uv(uint64(nparams))
 	for i := range s.docs {
 		d := &s.docs[i]
 		// Most IDs are backend+"."+name; then only the ID is stored and
@@ -200,7 +219,8 @@ func (w *writer) segment(s *segment) {
 
 // table layout: term count, term blob, each term's length and posting
 // count, then all doc deltas, then all weights as little-endian float32, so
-// Load fills each array in one tight loop with its exact size known.
+// Load fills each array in one tight loop with its exact size known. The
+// weights start 4-aligned in the frozen form, so Load can use them in place.
 func (w *writer) table(t *table) {
 	n := t.numTerms()
 	w.uv(uint64(n))
@@ -217,6 +237,7 @@ func (w *writer) table(t *table) {
 			prev = d
 		}
 	}
+	w.align4()
 	for _, x := range t.postW {
 		w.buf = binary.LittleEndian.AppendUint32(w.buf, math.Float32bits(x))
 	}
@@ -228,6 +249,7 @@ func (w *writer) trigrams(t *trigrams) {
 		w.uv(uint64(c))
 	}
 	w.uv(uint64(len(t.keys)))
+	w.uv(uint64(len(t.docs)))
 	prevKey := uint64(0)
 	for i, k := range t.keys {
 		w.uv(k - prevKey)
@@ -252,11 +274,10 @@ func (w *writer) suggestions(s *segment) {
 		list := s.suggestionsOf(b)
 		w.uv(uint64(len(list)))
 		for _, sg := range list {
-			ti := uint64(s.tools.find([]byte(sg.term)))
-			if sg.word == sg.term {
-				w.uv(ti << 1)
+			if sg.word == "" {
+				w.uv(uint64(sg.term) << 1)
 			} else {
-				w.uv(ti<<1 | 1)
+				w.uv(uint64(sg.term)<<1 | 1)
 				w.str(sg.word)
 			}
 		}
@@ -271,26 +292,26 @@ type reader struct {
 	err error
 }
 
+// fail records the first error and moves to the end of the data, so that
+// every later read finds nothing without checking r.err.
 func (r *reader) fail(format string, args ...any) {
 	if r.err == nil {
 		r.err = fmt.Errorf("at byte %d: %s", r.off, fmt.Sprintf(format, args...))
 	}
+	r.off = len(r.s)
 }
 
-// uv reads a uvarint. The one-byte case is kept small enough to inline:
+// uv reads a uvarint. The one-byte case comes first and without a loop:
 // most lengths and deltas are under 128, and Load is mostly varints.
 func (r *reader) uv() uint64 {
-	if r.off < len(r.s) && r.s[r.off] < 0x80 && r.err == nil {
+	if s := r.s[r.off:]; s != "" && s[0] < 0x80 {
 		r.off++
-		return uint64(r.s[r.off-1])
+		return uint64(s[0])
 	}
 	return r.uvSlow()
 }
 
 func (r *reader) uvSlow() uint64 {
-	if r.err != nil {
-		return 0
-	}
 	var x uint64
 	for shift := uint(0); ; shift += 7 {
 		if r.off >= len(r.s) || shift > 63 {
@@ -311,7 +332,7 @@ func (r *reader) uvSlow() uint64 {
 // never causes a huge allocation.
 func (r *reader) count(minSize int) int {
 	n := r.uv()
-	if r.err == nil && n > uint64(len(r.s)-r.off)/uint64(minSize) {
+	if n > uint64(len(r.s)-r.off)/uint64(minSize) {
 		r.fail("count %d exceeds the data", n)
 		return 0
 	}
@@ -319,9 +340,6 @@ func (r *reader) count(minSize int) int {
 }
 
 func (r *reader) fixed(n int) string {
-	if r.err != nil {
-		return ""
-	}
 	if n > len(r.s)-r.off {
 		r.fail("truncated")
 		return ""
@@ -331,11 +349,24 @@ func (r *reader) fixed(n int) string {
 	return s
 }
 
-func (r *reader) str() string { return r.fixed(r.count(1)) }
+// str reads a length-prefixed string, a substring of the data.
+func (r *reader) str() string {
+	n := r.uv()
+	if n > uint64(len(r.s)-r.off) {
+		r.fail("truncated string")
+		return ""
+	}
+	s := r.s[r.off : r.off+int(n)]
+	r.off += int(n)
+	return s
+}
+
 func (r *reader) u8() uint8 {
-	if s := r.fixed(1); s != "" {
+	if s := r.s[r.off:]; s != "" {
+		r.off++
 		return s[0]
 	}
+	r.fail("truncated")
 	return 0
 }
 
@@ -399,7 +430,7 @@ func (r *reader) segment() *segment {
 	s.docBackend = make([]uint32, n)
 	s.nameWords = make([]uint8, n)
 	s.takes = make([]Kinds, n)
-	var params []Param
+	params := make([]Param, 0, r.count(2))
 	for i := range s.docs {
 		d := &s.docs[i]
 		derived := r.bool()
@@ -417,6 +448,10 @@ func (r *reader) segment() *segment {
 		d.Title, d.Description = r.str(), r.str()
 		np := r.count(2)
 		start := len(params)
+		if np > cap(params)-start {
+			r.fail("doc %d: more parameters than counted", i)
+			return nil
+		}
 		for range np {
 			params = append(params, Param{Name: r.str(), Description: r.str()})
 		}
@@ -436,6 +471,10 @@ func (r *reader) segment() *segment {
 			r.fail("doc IDs out of order at %d", i)
 			return nil
 		}
+	}
+	if len(params) != cap(params) {
+		r.fail("parameter count does not add up")
+		return nil
 	}
 	nb := r.count(1)
 	s.backendNames = make([]string, nb)
@@ -508,22 +547,48 @@ func (r *reader) table(ndocs int) table {
 		}
 	}
 	r.off = off
-	raw := r.fixed(4 * np)
-	if r.err != nil {
+	r.align4()
+	if t.postW = r.float32s(np); r.err != nil {
 		return table{}
-	}
-	t.postW = make([]float32, np)
-	for p := range t.postW {
-		b := raw[4*p : 4*p+4]
-		x := math.Float32frombits(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
-		if x != x || x > math.MaxFloat32 || x < -math.MaxFloat32 {
-			r.fail("non-finite weight")
-			return table{}
-		}
-		t.postW[p] = x
 	}
 	return t
 }
+
+// align4 skips the zero padding writer.align4 wrote.
+func (r *reader) align4() {
+	// The header is a multiple of 4 long, so payload offsets align alike.
+	if pad := r.fixed(-r.off & 3); strings.Trim(pad, "\x00") != "" {
+		r.fail("nonzero padding")
+	}
+}
+
+// float32s reads n little-endian float32s. Where the bytes are aligned and
+// the machine is little-endian they are used in place: a read-only view of
+// the data Load keeps anyway, with nothing to allocate or copy.
+func (r *reader) float32s(n int) []float32 {
+	raw := r.fixed(4 * n)
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	var out []float32
+	if p := unsafe.StringData(raw); littleEndian && uintptr(unsafe.Pointer(p))%4 == 0 {
+		out = unsafe.Slice((*float32)(unsafe.Pointer(p)), n)
+	} else {
+		out = make([]float32, n)
+		for i := range out {
+			out[i] = math.Float32frombits(le32(raw[4*i:]))
+		}
+	}
+	for _, x := range out {
+		if math.Float32bits(x)&0x7f800000 == 0x7f800000 {
+			r.fail("non-finite weight")
+			return nil
+		}
+	}
+	return out
+}
+
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 func (r *reader) trigrams(ndocs int) trigrams {
 	var t trigrams
@@ -542,6 +607,7 @@ func (r *reader) trigrams(ndocs int) trigrams {
 	nk := r.count(2)
 	t.keys = make([]uint64, 0, nk)
 	t.off = make([]uint32, 1, nk+1)
+	t.docs = make([]uint32, 0, r.count(1))
 	key := uint64(0)
 	for i := range nk {
 		d := r.uv()
@@ -551,6 +617,10 @@ func (r *reader) trigrams(ndocs int) trigrams {
 		key += d
 		t.keys = append(t.keys, key)
 		np := r.count(1)
+		if np > cap(t.docs)-len(t.docs) {
+			r.fail("more trigram postings than counted")
+			return trigrams{}
+		}
 		doc := uint64(0)
 		for j := range np {
 			d := r.uv()
@@ -567,6 +637,10 @@ func (r *reader) trigrams(ndocs int) trigrams {
 			return trigrams{}
 		}
 		t.off = append(t.off, uint32(len(t.docs)))
+	}
+	if len(t.docs) != cap(t.docs) {
+		r.fail("trigram posting count does not add up")
+		return trigrams{}
 	}
 	return t
 }
@@ -591,10 +665,12 @@ func (r *reader) suggestions(s *segment) {
 				r.fail("try-also term out of range")
 				return
 			}
-			sg := suggestion{term: s.tools.term(int(x >> 1))}
-			sg.word = sg.term
+			sg := suggestion{term: uint32(x >> 1)}
 			if x&1 == 1 {
-				sg.word = r.str()
+				if sg.word = r.str(); sg.word == "" {
+					r.fail("empty try-also word")
+					return
+				}
 			}
 			s.suggest = append(s.suggest, sg)
 		}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -75,6 +77,48 @@ func TestLoadRoundTrip(t *testing.T) {
 				t.Errorf("overlay on loaded (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Load uses aligned weights in place and copies misaligned ones; both
+// read the same index.
+func TestLoadWeightsInPlace(t *testing.T) {
+	data, err := Build(tryCorpus()).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := string(data[headerLen:]) // a new heap string: aligned
+	inPlace, err := decodePayload(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shifted := ("x" + payload)[1:]
+	copied, err := decodePayload(shifted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within := func(w []float32, s string) bool {
+		p, lo := uintptr(unsafe.Pointer(&w[0])), uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return p >= lo && p < lo+uintptr(len(s))
+	}
+	for name, f := range map[string]func(s *segment) []float32{
+		"tools":    func(s *segment) []float32 { return s.tools.postW },
+		"exp":      func(s *segment) []float32 { return s.exp.postW },
+		"backends": func(s *segment) []float32 { return s.backends.postW },
+	} {
+		w, c := f(inPlace.base), f(copied.base)
+		if len(w) == 0 {
+			t.Fatalf("%s: no weights", name)
+		}
+		if littleEndian && !within(w, payload) {
+			t.Errorf("%s: aligned weights were copied", name)
+		}
+		if within(c, shifted) {
+			t.Errorf("%s: misaligned weights were used in place", name)
+		}
+		if !slices.Equal(w, c) {
+			t.Errorf("%s: weights differ between aligned and misaligned data", name)
+		}
 	}
 }
 

@@ -26,8 +26,14 @@ const suggestStop = "about above across after again against all along also altho
 	"whatever when where whether which while who whom whose why within without would yet you " +
 	"your yours"
 
-// suggestion is one try-also term: the index term and the word shown for it.
-type suggestion struct{ term, word string }
+// suggestion is one try-also term: its index in the segment's tool table
+// and the word shown for it, empty when that is the term itself. Load
+// makes one per term of every backend; most then hold no pointer for the
+// garbage collector to follow.
+type suggestion struct {
+	term uint32
+	word string
+}
 
 // TryAlso returns up to n distinctive terms of backend for a follow-up
 // query, best first: words that its tools' names and descriptions use
@@ -43,7 +49,7 @@ type suggestion struct{ term, word string }
 // words; a base backend keeps its build-time ranking after With changes
 // the rest of the index.
 func (ix *Index) TryAlso(backend, query string, n int) []string {
-	list := ix.suggestions(backend)
+	seg, list := ix.suggestions(backend)
 	if n <= 0 || len(list) == 0 {
 		return nil
 	}
@@ -54,15 +60,15 @@ func (ix *Index) TryAlso(backend, query string, n int) []string {
 	tk := tokenizer{cfg: &ix.cfg}
 	tk.each(query, func(t []byte) {
 		for i := range list {
-			if list[i].term == string(t) {
+			if seg.tools.term(int(list[i].term)) == string(t) {
 				asked |= 1 << i
 			}
 		}
 	})
 	var out []string
-	for i := range list {
+	for i, sg := range list {
 		if asked&(1<<i) == 0 {
-			out = append(out, list[i].word)
+			out = append(out, cmp.Or(sg.word, seg.tools.term(int(sg.term))))
 			if len(out) == n {
 				break
 			}
@@ -71,18 +77,19 @@ func (ix *Index) TryAlso(backend, query string, n int) []string {
 	return out
 }
 
-// suggestions returns the try-also list of a listed backend.
-func (ix *Index) suggestions(backend string) []suggestion {
+// suggestions returns the try-also list of a listed backend and the
+// segment whose tool table its terms index.
+func (ix *Index) suggestions(backend string) (*segment, []suggestion) {
 	if ix.over != nil {
 		if b, ok := slices.BinarySearch(ix.over.backendNames, backend); ok {
-			return ix.over.suggestionsOf(b)
+			return ix.over, ix.over.suggestionsOf(b)
 		}
 	}
 	b, ok := slices.BinarySearch(ix.base.backendNames, backend)
 	if !ok || ix.hiddenB != nil && ix.hiddenB[b] {
-		return nil
+		return nil, nil
 	}
-	return ix.base.suggestionsOf(b)
+	return ix.base, ix.base.suggestionsOf(b)
 }
 
 func (s *segment) suggestionsOf(b int) []suggestion {
@@ -191,7 +198,8 @@ func (ix *Index) rankSuggestions(seg *segment, acc map[string]*termAcc) []sugges
 		df := ix.df([]byte(t))
 		// A term outside seg's own table could not be frozen; every shown
 		// field is indexed, so this only guards that invariant.
-		if df <= 0 || seg.tools.find([]byte(t)) < 0 {
+		ti := seg.tools.find([]byte(t))
+		if df <= 0 || ti < 0 {
 			continue
 		}
 		if r, _ := utf8.DecodeRuneInString(t); isCJK(r) && a.seen() < 2 {
@@ -203,9 +211,14 @@ func (ix *Index) rankSuggestions(seg *segment, acc map[string]*termAcc) []sugges
 			// Most frequent, then the lexically first: "file" over "files".
 			return cmp.Or(cmp.Compare(x.n, y.n), cmp.Compare(y.word, x.word))
 		})
-		all = append(all, scored{suggestion{t, w.word}, (a.sum + a.cur) * idf(ix.liveDocs, df)})
+		sg := suggestion{term: uint32(ti)}
+		if w.word != t {
+			sg.word = w.word
+		}
+		all = append(all, scored{sg, (a.sum + a.cur) * idf(ix.liveDocs, df)})
 	}
 	slices.SortFunc(all, func(x, y scored) int {
+		// Terms are sorted in the table, so their indexes compare alike.
 		return cmp.Or(cmp.Compare(y.score, x.score), cmp.Compare(x.term, y.term))
 	})
 	out := make([]suggestion, 0, min(len(all), maxSuggest))

@@ -165,7 +165,7 @@ func TestLoadTryAlsoErrors(t *testing.T) {
 		name   string
 		damage func(s *segment)
 	}{
-		{"unknown term", func(s *segment) { s.suggest[0].term = "no such term" }},
+		{"unknown term", func(s *segment) { s.suggest[0].term = uint32(s.tools.numTerms()) }},
 		{"too many terms", func(s *segment) {
 			for b := 1; b < len(s.suggestOff); b++ {
 				s.suggestOff[b] = max(s.suggestOff[b], maxSuggest+1)
