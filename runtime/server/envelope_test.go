@@ -117,3 +117,28 @@ func FuzzEnvelopeFastPath(f *testing.F) {
 		}
 	})
 }
+
+// requestID finds what the decoder finds, by its own scan where it can and
+// by the decoder in the odd cases.
+func TestRequestIDMatchesTheDecoder(t *testing.T) {
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"id":"inner"}}}`,
+		`{"jsonrpc":"2.0","id":"a\"b","method":"tools/call"}`,
+		`{ "id" : -1.5e3 , "method":"tools/call"}`,
+		`{"method":"tools/call","id":"late"}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled"}`,
+		`{"id":null,"method":"tools/call"}`,
+		`{"ID":3,"method":"tools/call"}`,
+		`{"id":1,"id":2,"method":"tools/call"}`,
+		`{"\u0069d":4,"method":"tools/call"}`,
+		`[{"id":1,"method":"tools/call"}]`,
+	} {
+		var want struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal([]byte(body), &want)
+		if got := requestID([]byte(body)); string(got) != string(want.ID) {
+			t.Errorf("requestID(%s) = %s, want %s", body, got, want.ID)
+		}
+	}
+}
