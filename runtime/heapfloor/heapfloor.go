@@ -8,7 +8,7 @@
 // Go's own pace, so a big fleet does not hold several times its size.
 //
 // kiln serve starts it over HTTP and as the daemon, where calls keep the
-// processors busy (at 16 HTTP sessions it saved 10–20% of kiln's CPU per
+// processors busy (at 16 HTTP sessions it saved 7–21% of kiln's CPU per
 // call). Serving one stdio client it does not: there kiln idles between
 // calls and collects in that idle time, and a 4 MB heap stays in the
 // caches where an 18 MB one does not (a tier-1 call: ~45 µs of CPU and
