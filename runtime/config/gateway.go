@@ -93,16 +93,8 @@ func (b *builder) http(def HTTP) HTTP {
 		b.p.addValue(cv, "%s is above gateway.http.max_connections (%d); one client cannot have more than all of them", strconv.Quote(cv.raw), h.MaxConnections)
 	}
 	h.ReadTimeout = b.duration(get("read_timeout"), def.ReadTimeout)
-	for _, v := range b.list("gateway.http.allowed_origins") {
-		if b.nonEmpty(v, "give an origin such as https://app.example.com") {
-			h.AllowedOrigins = append(h.AllowedOrigins, strings.TrimSpace(v.s))
-		}
-	}
-	for _, v := range b.list("gateway.http.allowed_hosts") {
-		if b.nonEmpty(v, "give a host such as kiln.internal or kiln.internal:8080") {
-			h.AllowedHosts = append(h.AllowedHosts, strings.TrimSpace(v.s))
-		}
-	}
+	h.AllowedOrigins = b.strings("gateway.http.allowed_origins", "give an origin such as https://app.example.com")
+	h.AllowedHosts = b.strings("gateway.http.allowed_hosts", "give a host such as kiln.internal or kiln.internal:8080")
 	return h
 }
 
@@ -166,11 +158,7 @@ func (b *builder) console() Console {
 	case set > 0:
 		b.p.add(0, "gateway.console.oidc", "issuer, client_id and client_secret go together; set all three to log people in, or none")
 	}
-	for _, v := range b.list("gateway.console.allowed") {
-		if b.nonEmpty(v, "give a subject, an email or group:NAME") {
-			c.Allowed = append(c.Allowed, strings.TrimSpace(v.s))
-		}
-	}
+	c.Allowed = b.strings("gateway.console.allowed", "give a subject, an email or group:NAME")
 	return c
 }
 
@@ -186,6 +174,18 @@ func (b *builder) audit(def Audit) Audit {
 		a.Path = b.abs(strings.TrimSpace(v.s))
 	}
 	return a
+}
+
+// strings is a list key of strings, each trimmed; an empty item is
+// reported with hint and left out.
+func (b *builder) strings(path, hint string) []string {
+	var out []string
+	for _, v := range b.list(path) {
+		if b.nonEmpty(v, hint) {
+			out = append(out, strings.TrimSpace(v.s))
+		}
+	}
+	return out
 }
 
 // list expands the items of a section list key.

@@ -196,9 +196,9 @@ func secure(r *http.Request) bool {
 
 // secure reports whether cookies must be Secure: the request came over
 // TLS, or the registered callback is https (a TLS-terminating ingress in
-// front of kiln).
+// front of kiln). A nil auth (no login configured) goes by the request.
 func (a *auth) secure(r *http.Request) bool {
-	return secure(r) || strings.HasPrefix(a.cfg.RedirectURL, "https://")
+	return secure(r) || (a != nil && strings.HasPrefix(a.cfg.RedirectURL, "https://"))
 }
 
 func (a *auth) redirectURL(r *http.Request) string {
@@ -261,7 +261,7 @@ func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 		refuse("no login in progress in this browser, or it expired")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Path: "/console/", MaxAge: -1, HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Path: "/console/", MaxAge: -1, HttpOnly: true, Secure: a.secure(r), SameSite: http.SameSiteLaxMode})
 	if e := r.URL.Query().Get("error"); e != "" {
 		refuse("the provider answered " + e)
 		return
@@ -354,7 +354,7 @@ func (a *auth) exchange(ctx context.Context, d *discovery, code, verifier, redir
 
 // logout ends the browser session.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: secure(r), SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: c.auth.secure(r), SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 

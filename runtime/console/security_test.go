@@ -614,3 +614,17 @@ func (r *rig) api(t *testing.T, ctx context.Context, method, path string) *http.
 	}
 	return resp
 }
+
+// Behind a TLS-terminating ingress (an https redirect_url, plain HTTP to
+// kiln) the cookie that ends a session is Secure like the one that made it.
+func TestLogoutCookieSecureBehindTLSIngress(t *testing.T) {
+	c := New(Options{Config: config.Console{Enabled: true, OIDC: &config.OIDC{Issuer: "https://idp.example", ClientID: "console",
+		ClientSecret: "s3cret", RedirectURL: "https://kiln.example/console/callback"}}, Source: source{}, Replica: "r1"})
+	t.Cleanup(c.Close)
+	w := httptest.NewRecorder()
+	c.logout(w, httptest.NewRequest("POST", "http://kiln.internal/console/logout", nil))
+	cookies := w.Result().Cookies()
+	if len(cookies) != 1 || cookies[0].Name != sessionCookie || !cookies[0].Secure || cookies[0].MaxAge >= 0 {
+		t.Fatalf("logout cookies %+v: want the session cookie cleared, Secure", cookies)
+	}
+}
