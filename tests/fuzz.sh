@@ -18,10 +18,35 @@ mkdir -p "$(dirname "$json")"
 : >"$json"
 one=$(mktemp -d)
 trap 'rm -rf "$one"' EXIT
+# Test binaries that read it write a crash their fuzz worker could not
+# report (see replay) to a file here.
+export KILN_CRASH_DIR="$one/crashes"
+mkdir -p "$KILN_CRASH_DIR"
 # Targets that run a whole MCP session per input cost ~5 ms an execution;
 # they get a tenth of the budget so CI stays within its time.
 slow=" FuzzJSONRPC "
 total=0
+
+# replay shows a finding again outside the fuzzer. A fuzz worker's own
+# stdout and stderr go nowhere, so when it crashes (a panic on a goroutine
+# of its own, a fatal error) the coordinator says only "hung or terminated
+# unexpectedly"; run alone, the input prints its panic and stack, and the
+# input itself is shown so a CI log is enough to reproduce it.
+replay() {
+  local pkg=$1 target=$2 events=$3 dir input crash
+  for crash in "$KILN_CRASH_DIR"/*; do
+    [[ -s $crash ]] || continue
+    echo "== a fuzz worker's crash ($crash):"
+    head -c 20000 "$crash"
+  done
+  input=$(grep -o "testdata/fuzz/${target}/[0-9a-f]*" "$events" | tail -1) || return 0
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  echo "== the failing input, $pkg $input:"
+  head -c 4000 "$dir/$input"
+  echo
+  echo "== replayed outside the fuzzer: go test -run '^${target}\$/^${input##*/}\$' $pkg"
+  go test -count=3 -v -run "^${target}\$/^${input##*/}\$" "$pkg" 2>&1 | tail -n 80 || true
+}
 # The targets come from the test files go list selects, not from
 # `go test -list`, which links a test binary of every package in the
 # module (a minute on 2 cores) to find 26 functions.
@@ -41,6 +66,7 @@ while read -r pkg files; do
     cat "$one/events.json" >>"$json"
     if ((rc != 0)); then
       cat "$one/stderr"
+      replay "$pkg" "$target" "$one/events.json"
       exit 1
     fi
     execs=$(grep -o 'execs: [0-9]*' "$one/events.json" | tail -1 | grep -o '[0-9]*' || echo 0)

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kilnmcp/kiln/runtime/safe"
 )
 
 // Requester answers a backend's requests to the client
@@ -38,7 +41,7 @@ func clientOptions(opts Options, name string) []client.ClientOption {
 	if opts.OnRequest == nil {
 		return nil
 	}
-	f := &forwarder{name: name, route: opts.OnRequest}
+	f := &forwarder{name: name, route: opts.OnRequest, log: opts.Log}
 	return []client.ClientOption{
 		client.WithClientCapabilities(mcp.ClientCapabilities{
 			Sampling:    &mcp.SamplingCapability{},
@@ -59,6 +62,7 @@ func clientOptions(opts Options, name string) []client.ClientOption {
 type forwarder struct {
 	name  string
 	route func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	log   *slog.Logger
 }
 
 // replyMargin is how long before its deadline a question is given up, so
@@ -66,6 +70,9 @@ type forwarder struct {
 const replyMargin = 2 * time.Second
 
 func (f *forwarder) forward(ctx context.Context, method string, params any, out any) (err error) {
+	// The SDK asks on a goroutine of its own for a stdio backend, where a
+	// panic would end kiln: the backend gets an error answer instead.
+	defer safe.AsError(f.log, "kiln's handling of backend "+f.name+"'s "+method, &err)
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return fmt.Errorf("kiln could not encode backend %q's %s request: %w", f.name, method, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/safe"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -27,6 +29,9 @@ const stderrRingBytes = 64 << 10
 type Options struct {
 	// ClientName and ClientVersion identify kiln to the backend.
 	ClientName, ClientVersion string
+	// Log gets what goes wrong handling the backend's messages on the
+	// SDK's goroutines (a recovered panic); nil is slog's default.
+	Log *slog.Logger
 	// OnNotification receives every notification the backend sends
 	// (list_changed, progress, logging) with its raw params.
 	OnNotification func(method string, params json.RawMessage)
@@ -147,6 +152,9 @@ func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy boo
 	c.client = client.NewClient(t, copts...)
 	if opts.OnNotification != nil {
 		c.client.OnNotification(func(n mcp.JSONRPCNotification) {
+			// The SDK's reader calls this inline for a stdio or SSE
+			// backend: a panic here would end kiln, not one message.
+			defer safe.Recover(opts.Log, "handling backend "+cfg.Name+"'s "+n.Method)
 			raw, _ := json.Marshal(n.Params)
 			opts.OnNotification(n.Method, raw)
 		})

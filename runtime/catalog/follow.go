@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kilnmcp/kiln/runtime/safe"
 )
 
 // followResync is how often a replica compares its registrations with the
@@ -31,7 +33,11 @@ func (c *Catalog) Follow(ctx context.Context) {
 	if !ok {
 		return
 	}
-	go w.Watch(ctx, followResync, func() { c.sync(ctx) })
+	go w.Watch(ctx, followResync, func() {
+		// Recovered here, the watch goes on to the next change.
+		defer safe.Recover(c.log, "applying the shared store's registrations")
+		c.sync(ctx)
+	})
 }
 
 // readStore reads every record, with the store's epoch when it keeps one.

@@ -15,6 +15,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/dispatch"
 	"github.com/kilnmcp/kiln/runtime/manifest"
+	"github.com/kilnmcp/kiln/runtime/safe"
 )
 
 // ErrRefused marks a registration kiln's policy does not allow; the
@@ -346,6 +347,7 @@ func (c *Catalog) Restore(ctx context.Context) {
 		return
 	}
 	go func() {
+		defer safe.Recover(c.log, "restoring runtime registrations")
 		for _, p := range legacy {
 			// Register saves it again, with its tools.
 			_ = c.opts.Store.Delete(ctx, p.Name)

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kilnmcp/kiln/runtime/safe"
 )
 
 // DefaultIdle is how long a daemon with no connection waits before it
@@ -196,6 +198,9 @@ func (d *server) handle(ctx context.Context, c net.Conn) {
 		case <-ctx.Done(): // Serve has returned
 		}
 	}()
+	// Runs before the clean-up above: one client's session ends, not
+	// every client's.
+	defer safe.Recover(d.log, "a kiln connect client's session")
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	r := bufio.NewReader(c)
 	line, err := r.ReadString('\n')

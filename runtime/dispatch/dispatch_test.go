@@ -98,3 +98,21 @@ func TestStartReportsFailedBackend(t *testing.T) {
 	}
 	d.Close()
 }
+
+// TestTagLogger names the backend in a log message's logger, keeps the
+// backend's own logger name after it, and passes params that are not an
+// object (null among them, which used to reach a write into a nil map)
+// unchanged.
+func TestTagLogger(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"level":"info","data":"x"}`, `{"data":"x","level":"info","logger":"backend/b"}`},
+		{`{"level":"info","logger":"db"}`, `{"level":"info","logger":"backend/b/db"}`},
+		{`null`, `null`},
+		{`[1]`, `[1]`},
+		{`"s"`, `"s"`},
+	} {
+		if got := string(tagLogger("b", json.RawMessage(c.in))); got != c.want {
+			t.Errorf("tagLogger(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	backendpkg "github.com/kilnmcp/kiln/runtime/backend"
+	"github.com/kilnmcp/kiln/runtime/safe"
 )
 
 // Observer receives what a backend reports while it runs a call made with
@@ -200,7 +201,7 @@ func (d *Dispatcher) notification(backend, method string, params json.RawMessage
 		kind := method[len("notifications/") : len(method)-len("/list_changed")]
 		d.log.Info("backend list changed", "backend", backend, "kind", kind)
 		if d.opts.OnListChanged != nil {
-			go d.opts.OnListChanged(backend, kind)
+			safe.Go(d.log, "the refresh of backend "+backend+"'s "+kind, func() { d.opts.OnListChanged(backend, kind) })
 		}
 	}
 }

@@ -134,7 +134,7 @@ func (d *Dispatcher) SetLevel(ctx context.Context, name, level string) error {
 // reads logs from many backends through kiln knows which one spoke.
 func tagLogger(name string, params json.RawMessage) json.RawMessage {
 	var m map[string]json.RawMessage
-	if json.Unmarshal(params, &m) != nil {
+	if json.Unmarshal(params, &m) != nil || m == nil { // null leaves m nil
 		return params
 	}
 	tag := "backend/" + name

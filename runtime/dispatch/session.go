@@ -235,6 +235,7 @@ func (d *Dispatcher) dialSession(ctx context.Context, s *supervisor, sid string,
 			Guard:         guard,
 			HTTPClient:    hc,
 			Legacy:        true,
+			Log:           d.log,
 			OnNotification: func(method string, params json.RawMessage) {
 				d.callNotification(name, key, method, params)
 			},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kilnmcp/kiln/runtime/backend"
 	"github.com/kilnmcp/kiln/runtime/config"
+	"github.com/kilnmcp/kiln/runtime/safe"
 )
 
 // Restart policy: exponential backoff between attempts, and a cap on
@@ -228,6 +229,7 @@ func (s *supervisor) dial(ctx context.Context, first bool) (*backend.Conn, error
 		HTTPClient:    hc,
 		ClientVersion: s.link.version,
 		Guard:         guard,
+		Log:           s.log,
 		OnNotification: func(method string, params json.RawMessage) {
 			s.host.notification(name, method, params)
 		},
@@ -244,7 +246,7 @@ func (s *supervisor) dial(ctx context.Context, first bool) (*backend.Conn, error
 	s.mu.Unlock()
 	s.log.Info("backend connected", "backend", name, "protocol", conn.ProtocolVersion(), "took", time.Since(start).Round(time.Millisecond))
 	if s.link.onConnect != nil {
-		go s.link.onConnect(name)
+		safe.Go(s.log, "the refresh after backend "+name+" connected", func() { s.link.onConnect(name) })
 	}
 	return conn, nil
 }

@@ -72,7 +72,7 @@ func (t *Table) add(b Backend) {
 		if _, taken := t.byText[text]; taken || strings.HasPrefix(text, Reserved) {
 			continue
 		}
-		tpl, err := uritemplate.New(text)
+		tpl, err := parse(text)
 		if err != nil {
 			continue // Problems reports it
 		}
@@ -104,6 +104,36 @@ func (t *Table) TemplateOwner(text string) (string, bool) {
 	return b, ok
 }
 
+// parse reads an RFC 6570 template and compiles the regexp Match uses. The
+// library's Regexp panics on a template it parsed but whose expression
+// asks for more than a thousand repeats (regexp's limit); that text, from
+// a backend, is refused here like any other bad template instead of
+// ending the gateway at the first read routed by it.
+func parse(text string) (tpl *uritemplate.Template, err error) {
+	if tpl, err = uritemplate.New(text); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			tpl, err = nil, fmt.Errorf("it has too many variables to match URIs against: %v", firstLine(fmt.Sprint(p)))
+		}
+	}()
+	tpl.Regexp()
+	return tpl, nil
+}
+
+// firstLine keeps a panic's message short: regexp's quotes the whole
+// pattern.
+func firstLine(s string) string {
+	if i := strings.Index(s, "error parsing regexp: "); i >= 0 {
+		return s[i:]
+	}
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}
+
 // Match reports whether uri is an expansion of tpl. The library's regexp
 // is anchored and covers operators of levels 1-3 ({var}, {+var}, {#var},
 // {.var}, {/var}, {;var}, {?var}, {&var}).
@@ -132,7 +162,7 @@ func Problems(backends []Backend) []string {
 			}
 		}
 		for _, text := range b.Templates {
-			switch _, err := uritemplate.New(text); {
+			switch _, err := parse(text); {
 			case strings.HasPrefix(text, Reserved):
 				out = append(out, fmt.Sprintf("backend %q lists resource template %q on kiln's own kiln:// scheme; kiln hides it", b.Name, text))
 			case err != nil:

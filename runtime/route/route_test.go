@@ -80,3 +80,23 @@ func TestProblems(t *testing.T) {
 		t.Errorf("Problems (-want +got):\n%s", diff)
 	}
 }
+
+// TestTemplateTooBigToMatch: a template the library parses but cannot
+// compile to a regexp (more than a thousand variables in one expression)
+// is reported and routes nothing; it ended the gateway from a goroutine
+// before, at the first read it was asked to route.
+func TestTemplateTooBigToMatch(t *testing.T) {
+	big := "x://{" + strings.TrimSuffix(strings.Repeat("a,", 1002), ",") + "}"
+	backends := []Backend{{Name: "big", Templates: []string{big}}, {Name: "small", Templates: []string{"x://{id}"}}}
+	table := New(backends)
+	if owner, ok := table.Owner("x://1"); !ok || owner != "small" {
+		t.Errorf("Owner(x://1) = %q, %v; want the backend whose template compiles", owner, ok)
+	}
+	problems := strings.Join(Problems(backends), "\n")
+	if !strings.Contains(problems, `backend "big" lists resource template`) || !strings.Contains(problems, "invalid repeat count") {
+		t.Errorf("Problems does not report the template:\n%s", problems)
+	}
+	if extra := len(problems) - len(big); extra > 500 {
+		t.Errorf("beside the template, the report has %d bytes: it quotes the whole regexp", extra)
+	}
+}

@@ -61,6 +61,33 @@ func compareView(o *Outcome) comparable {
 	return comparable{Value: string(o.Value), Error: o.Error, Cause: w.Cause, Logs: o.Logs, Calls: o.Calls, Refused: o.Refused, IsError: o.IsError, Sentinel: w.Kind}
 }
 
+// TestPoolCallPanicIsTheCallsError: a tool call that panics in kiln's
+// process, where the pool makes a worker's calls on goroutines of their
+// own, rejects that call's promise as an in-process run's does; before, it
+// ended kiln.
+func TestPoolCallPanicIsTheCallsError(t *testing.T) {
+	panics := func(context.Context, string, string, json.RawMessage) (*toolcall.Result, error) {
+		panic("a bad answer")
+	}
+	sb, _ := newTestSandbox(t, Limits{}, panics)
+	pool, _ := newTestPool(t, Limits{}, panics)
+	code := `try { await exa.search({q: "x"}); return "resolved" } catch (e) { return String(e.message) }`
+	want, err := sb.Run(t.Context(), code, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pool.Run(t.Context(), code, RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got.Value), "the backend call panicked: a bad answer") {
+		t.Errorf("the script saw %s; want the call rejected with the panic", got.Value)
+	}
+	if d := cmp.Diff(compareView(want), compareView(got)); d != "" {
+		t.Errorf("worker outcome differs from in-process (-want +got):\n%s", d)
+	}
+}
+
 // TestPoolMatchesInProcess: a worker gives the model exactly the outcome
 // the in-process engine gives, values, logs, errors, stacks and hints.
 func TestPoolMatchesInProcess(t *testing.T) {

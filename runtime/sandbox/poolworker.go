@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/rawio"
+	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
 // worker is the host's handle on one worker process.
@@ -218,7 +220,7 @@ func (p *Pool) runOn(ctx context.Context, w *worker, code string, opts RunOption
 				pending.Add(1)
 				go func(f *frame) {
 					defer pending.Add(-1)
-					res, err := p.opts.Caller.CallTool(cctx, f.Backend, f.Tool, f.Args)
+					res, err := p.call(cctx, f)
 					cancel()
 					reply := &frame{T: frameResult, ID: f.ID, Result: res}
 					if err != nil {
@@ -354,4 +356,19 @@ func (t *tailBuffer) String() string {
 		sep = " … "
 	}
 	return strings.TrimSpace(string(t.head) + sep + string(t.tail))
+}
+
+// call makes one tool call a worker's script asked for. It runs on a
+// goroutine of its own in kiln's process, where a panic on the call's path
+// (argument validation, the backend's answer) would end kiln and every
+// session with it: recovered, it is this call's error, logged with its
+// stack, as an in-process run's call makes it (run.go).
+func (p *Pool) call(ctx context.Context, f *frame) (res *toolcall.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("a script's tool call panicked", "backend", f.Backend, "tool", f.Tool, "panic", r, "stack", string(debug.Stack()))
+			res, err = nil, fmt.Errorf("the backend call panicked: %v", r)
+		}
+	}()
+	return p.opts.Caller.CallTool(ctx, f.Backend, f.Tool, f.Args)
 }

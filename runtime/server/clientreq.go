@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/safe"
 )
 
 // callClient is the client session of one tool call, as backends' requests
@@ -213,7 +214,8 @@ func (s *Server) SoleClient() dispatch.ClientSession {
 // slow to take it).
 func (s *Server) rootsChanged(ctx context.Context, _ mcp.JSONRPCNotification) {
 	if s.opts.RootsChanged != nil {
-		go s.opts.RootsChanged(context.WithoutCancel(ctx), sessionID(ctx))
+		ctx, id := context.WithoutCancel(ctx), sessionID(ctx)
+		safe.Go(s.log, "passing the client's new roots to the backends", func() { s.opts.RootsChanged(ctx, id) })
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -249,6 +250,29 @@ func TestInlineRunPanicAfterItsEarlyAnswer(t *testing.T) {
 	out, ask := s.resumable(ctx, retry, nil, nil)
 	if ask != nil || out == nil || !out.IsError || !strings.Contains(out.TextContent(), "internal error") {
 		t.Errorf("next round = %+v, %+v; want the panic as an internal error", out, ask)
+	}
+}
+
+// TestRunnerPanicIsTheRunsResult: a 2026-07-28 run that cannot be
+// answered early goes on a runner, a goroutine of its own, where a panic
+// would have ended the whole process; it is the run's result instead, and
+// logged with its stack.
+func TestRunnerPanicIsTheRunsResult(t *testing.T) {
+	logs := &lockedBuffer{}
+	s := New(Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	ctx := server.WithRequestProtocolInfo(t.Context(), &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+		ClientCapabilities: &mcp.ClientCapabilities{Roots: &struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		}{}}})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: toolChain}}
+	out, ask := s.resumable(ctx, req, nil, func(context.Context, json.RawMessage) *toolcall.Result {
+		panic("boom")
+	})
+	if ask != nil || out == nil || !out.IsError || !strings.Contains(out.TextContent(), "internal error") {
+		t.Errorf("got %+v, %+v; want the panic as an internal error", out, ask)
+	}
+	if log := logs.String(); !strings.Contains(log, "tool call panicked") || !strings.Contains(log, "boom") || !strings.Contains(log, "stack=") {
+		t.Errorf("the panic was not logged with its stack:\n%s", log)
 	}
 }
 

@@ -278,7 +278,7 @@ func (s *Server) resumable(ctx context.Context, req mcp.CallToolRequest, args js
 		run = s.observeWith(run, req, s.newCallClient(ctx, ex))
 		s.exchanges.runs.run(func() {
 			defer cancel()
-			ex.done <- h(run, args)
+			ex.done <- s.runRecovered(run, req.Params.Name, args, h)
 		})
 	}
 	select {
@@ -350,11 +350,30 @@ func (s *Server) runAsked(run context.Context, req mcp.CallToolRequest, args jso
 			if !asked {
 				panic(p)
 			}
-			s.log.Error("tool call panicked", "tool", req.Params.Name, "panic", p, "stack", string(debug.Stack()))
-			out = toolcall.Errorf("%s failed with an internal error; the gateway logged it. Try again.", req.Params.Name)
+			out = s.panicked(req.Params.Name, p)
 		}
 	}()
 	return h(s.observeWith(run, req, s.newCallClient(run, ex)), args), false
+}
+
+// runRecovered runs h on a runner, a goroutine no handler's recovery
+// covers, where a panic would end the whole gateway: it becomes the run's
+// result instead, as it does on the request's own goroutine.
+func (s *Server) runRecovered(run context.Context, name string, args json.RawMessage,
+	h func(context.Context, json.RawMessage) *toolcall.Result) (out *toolcall.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = s.panicked(name, p)
+		}
+	}()
+	return h(run, args)
+}
+
+// panicked logs a tool run's panic with its stack and is the result the
+// client gets for it.
+func (s *Server) panicked(name string, p any) *toolcall.Result {
+	s.log.Error("tool call panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
+	return toolcall.Errorf("%s failed with an internal error; the gateway logged it. Try again.", name)
 }
 
 // answeredEarly is what a handler returns for a request runInline already

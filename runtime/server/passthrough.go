@@ -18,6 +18,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/manifest"
 	"github.com/kilnmcp/kiln/runtime/registry"
 	"github.com/kilnmcp/kiln/runtime/route"
+	"github.com/kilnmcp/kiln/runtime/safe"
 )
 
 // Passthrough reaches the backends' resources, prompts, completions,
@@ -266,7 +267,7 @@ func (p *passthru) sync() {
 	p.exposed.Store(&exposed)
 	moves, settled := p.subs.moved(table)
 	for _, m := range moves {
-		go p.rehome(m.uri, m.from, m.to)
+		safe.Go(p.s.log, "moving the subscription to "+m.uri, func() { p.rehome(m.uri, m.from, m.to) })
 	}
 	for _, m := range settled {
 		p.s.log.Info("a resource subscription that could not move needs no move now: the backend kiln subscribed at serves the URI again", "uri", m.uri, "backend", m.from)

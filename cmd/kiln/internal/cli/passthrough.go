@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/dispatch"
+	"github.com/kilnmcp/kiln/runtime/safe"
 	"github.com/kilnmcp/kiln/runtime/server"
 )
 
@@ -50,7 +51,7 @@ func (h *passthroughHub) attach(ctx context.Context, s *server.Server, disp *dis
 	h.srv.Store(s)
 	for _, st := range disp.Status() {
 		if st.State == dispatch.StateHealthy {
-			go h.refresh(ctx, st.Name)
+			safe.Go(h.log, "the passthrough refresh of backend "+st.Name, func() { h.refresh(ctx, st.Name) })
 		}
 	}
 }

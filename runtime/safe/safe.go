@@ -1,0 +1,46 @@
+// Package safe keeps a panic on one of kiln's own goroutines from ending
+// the gateway. A goroutine gets no recovery from the code that started it,
+// so one bad message from a backend (a tool list, a notification, a
+// resource template) handled on a goroutine of its own would otherwise
+// stop every client's session at once; recovered, it is one failed piece
+// of work, logged with its stack.
+package safe
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+)
+
+// Recover turns a panic into an error in log (slog's default when nil)
+// naming what, the work that stopped; defer it first on the goroutine.
+func Recover(log *slog.Logger, what string) {
+	if p := recover(); p != nil {
+		logPanic(log, what, p)
+	}
+}
+
+// Go runs f on a goroutine of its own under Recover.
+func Go(log *slog.Logger, what string, f func()) {
+	go func() {
+		defer Recover(log, what)
+		f()
+	}()
+}
+
+// AsError turns a panic into *err, logged as Recover logs it; deferred
+// first in a function that answers someone (a backend waiting on its
+// question), the one waiting gets an answer instead of kiln ending.
+func AsError(log *slog.Logger, what string, err *error) {
+	if p := recover(); p != nil {
+		logPanic(log, what, p)
+		*err = fmt.Errorf("%s failed with an internal error (kiln logged it): %v", what, p)
+	}
+}
+
+func logPanic(log *slog.Logger, what string, p any) {
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Error("recovered a panic: "+what+" stopped; kiln goes on without it", "panic", p, "stack", string(debug.Stack()))
+}
