@@ -71,7 +71,16 @@ func TestPoolCallPanicIsTheCallsError(t *testing.T) {
 	}
 	sb, _ := newTestSandbox(t, Limits{}, panics)
 	pool, _ := newTestPool(t, Limits{}, panics)
-	code := `try { await exa.search({q: "x"}); return "resolved" } catch (e) { return String(e.message) }`
+	got := runBoth(t, sb, pool, `try { await exa.search({q: "x"}); return "resolved" } catch (e) { return String(e.message) }`)
+	if !strings.Contains(string(got.Value), "the backend call panicked: a bad answer") {
+		t.Errorf("the script saw %s; want the call rejected with the panic", got.Value)
+	}
+}
+
+// runBoth runs code in-process and in a worker, checks that the outcomes
+// are the same, and returns the worker's.
+func runBoth(t *testing.T, sb *Sandbox, pool *Pool, code string) *Outcome {
+	t.Helper()
 	want, err := sb.Run(t.Context(), code, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -80,12 +89,10 @@ func TestPoolCallPanicIsTheCallsError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(got.Value), "the backend call panicked: a bad answer") {
-		t.Errorf("the script saw %s; want the call rejected with the panic", got.Value)
-	}
 	if d := cmp.Diff(compareView(want), compareView(got)); d != "" {
 		t.Errorf("worker outcome differs from in-process (-want +got):\n%s", d)
 	}
+	return got
 }
 
 // TestPoolMatchesInProcess: a worker gives the model exactly the outcome
@@ -121,19 +128,7 @@ return f()`,
 		``,
 		`return __getToolInterface("exa.search")`,
 	} {
-		t.Run(firstLine(code), func(t *testing.T) {
-			want, err := sb.Run(t.Context(), code, RunOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := pool.Run(t.Context(), code, RunOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(compareView(want), compareView(got)); d != "" {
-				t.Errorf("worker outcome differs from in-process (-want +got):\n%s", d)
-			}
-		})
+		t.Run(firstLine(code), func(t *testing.T) { runBoth(t, sb, pool, code) })
 	}
 }
 
