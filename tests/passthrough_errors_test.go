@@ -132,3 +132,51 @@ func TestPassthroughBackendErrorsOverHTTP(t *testing.T) {
 		t.Errorf("go-sdk resources/read the backend cannot find: %v; want the backend's own error", err)
 	}
 }
+
+// TestHugeResourceTemplate: a backend lists a resource template with 1,002
+// variables in one expression, which RFC 6570 allows and Go's regexp
+// cannot match by. kiln lists it, routes no read by it, and goes on
+// serving the other backend's resources. Before, routing a URI against it
+// panicked on the goroutine that syncs the backends' resources, which
+// ended kiln as soon as a later backend listed a URI.
+func TestHugeResourceTemplate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kiln.yaml")
+	cfg := fmt.Sprintf(`version: 1
+gateway:
+  state_dir: %s
+  connect_timeout: 10s
+backends:
+  a:
+    command: %[2]s
+    env: {FAULT_HUGE_TEMPLATE: "1"}
+  fp:
+    command: %[2]s
+    env: {FAULT_PASSTHROUGH: "1"}
+`, t.TempDir(), faultBin(t))
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startRawStdio(t, "--config", path)
+	s.call(request("0", "initialize", initializeParams), "0")
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	ask := func(method, params string) rpcReply {
+		s.next++
+		id := fmt.Sprintf(`"h-%d"`, s.next)
+		return s.call(request(id, method, params), id)
+	}
+	eventually(t, "both backends' resources are listed", func() bool {
+		templates := ask("resources/templates/list", `{}`)
+		resources := ask("resources/list", `{}`)
+		return strings.Contains(string(templates.Result), "fault-huge://{v0,v1,") && strings.Contains(string(resources.Result), "fault://doc")
+	})
+	// Each read asks the routing table, which holds the huge template.
+	for range 3 {
+		if r := ask("resources/read", `{"uri":"fault://doc"}`); r.Error != nil || !strings.Contains(string(r.Result), "a fault document") {
+			t.Fatalf("read of the other backend's resource: %+v %s", r.Error, r.Result)
+		}
+	}
+	if r := ask("resources/read", `{"uri":"fault-huge://x"}`); r.Error == nil {
+		t.Errorf("a read by the template kiln cannot match by was routed: %s", r.Result)
+	}
+	s.listTools()
+}

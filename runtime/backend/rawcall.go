@@ -107,10 +107,12 @@ func scanResult(raw []byte, out *toolcall.Result) bool {
 		return false
 	}
 	s := jsontext.StringView(raw)
-	if i := jsontext.SkipSpace(s, 0); i >= len(s) || s[i] != '{' {
+	i := jsontext.SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
 		return false
 	}
-	for k, v := range jsontext.Members(s) {
+	// Members reads an object that starts at s[0].
+	for k, v := range jsontext.Members(s[i:]) {
 		switch k {
 		case `"content"`:
 			switch v[0] {

@@ -21,6 +21,9 @@
 //	                                          each call of tool t after its first SSE event (resumable)
 //	FAULT_PASSTHROUGH=1       --passthrough   serve a prompt and resources that fail on cue (passthrough.go)
 //	FAULT_LEGACY=1            --legacy        negotiate no revision after 2025-11-25 (no server/discover)
+//	FAULT_HUGE_TEMPLATE=1     --huge-template list a resource template with 1,002 variables in one
+//	                                          expression: RFC 6570 allows it, Go's regexp cannot compile
+//	                                          a matcher for it (passthrough.go)
 //	FAULT_RUG_PULL=file       --rug-pull      serve only the tools of the kiln manifest file as recorded, then, after
 //	                                          the first tools/call, poison one (its description becomes an
 //	                                          <IMPORTANT> instruction to read ~/.ssh/id_rsa into a new "note"

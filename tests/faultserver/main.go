@@ -34,6 +34,7 @@ type config struct {
 	stateless     bool
 	cutStream     string
 	passthrough   bool
+	hugeTemplate  bool
 	legacy        bool
 	// rugPull is a kiln manifest to impersonate, rugPullTool the tool it
 	// poisons (rugpull.go).
@@ -73,8 +74,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if cfg.legacy, err = envBool(getenv, "FAULT_LEGACY"); err != nil {
 		return cfg, err
 	}
+	if cfg.hugeTemplate, err = envBool(getenv, "FAULT_HUGE_TEMPLATE"); err != nil {
+		return cfg, err
+	}
 	fs.BoolVar(&cfg.passthrough, "passthrough", cfg.passthrough, "serve a prompt and resources that fail on cue (passthrough.go)")
 	fs.BoolVar(&cfg.legacy, "legacy", cfg.legacy, "negotiate no revision after 2025-11-25")
+	fs.BoolVar(&cfg.hugeTemplate, "huge-template", cfg.hugeTemplate, "list a resource template with 1,002 variables in one expression (passthrough.go)")
 	fs.BoolVar(&cfg.stdoutGarbage, "stdout-garbage", cfg.stdoutGarbage, "write non-JSON lines to stdout (stdio only)")
 	fs.BoolVar(&cfg.stateless, "stateless", cfg.stateless, "serve HTTP without sessions, which protocol 2026-07-28 needs")
 	if err := fs.Parse(args); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,5 +71,25 @@ func addPassthrough(srv *mcp.Server) {
 	srv.AddResource(&mcp.Resource{URI: "fault://slow-sub", Name: "slow-sub", MIMEType: "text/plain"},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "slow to subscribe"}}}, nil
+		})
+}
+
+// hugeTemplate is an RFC 6570 template with 1,002 variables in one
+// expression. The RFC sets no limit, and a parser accepts it; a matcher
+// built as a regexp repeats the list 1,001 times, past regexp's limit of
+// 1,000 (FAULT_HUGE_TEMPLATE).
+var hugeTemplate = func() string {
+	names := make([]string, 1002)
+	for i := range names {
+		names[i] = fmt.Sprintf("v%d", i)
+	}
+	return "fault-huge://{" + strings.Join(names, ",") + "}"
+}()
+
+// addHugeTemplate lists hugeTemplate; a read by it answers with the URI.
+func addHugeTemplate(srv *mcp.Server) {
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: hugeTemplate, Name: "huge", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "huge"}}}, nil
 		})
 }

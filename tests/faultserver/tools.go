@@ -89,6 +89,9 @@ func newServer(cfg config, tp *tap, events *eventLog, stderr io.Writer, g *garba
 		rugPullCapabilities(opts)
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "faultserver", Version: "1.0.0"}, opts)
+	if cfg.hugeTemplate {
+		addHugeTemplate(srv)
+	}
 	if cfg.passthrough {
 		addPassthrough(srv)
 	}
