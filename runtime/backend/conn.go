@@ -135,6 +135,9 @@ func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy boo
 	if wt, ok := t.(*workspaceTransport); ok {
 		c.sessions = wt.ws
 	}
+	if c.pipe != nil {
+		c.pipe.log = opts.Log // before Start, which starts the reader
+	}
 	copts := clientOptions(opts, cfg.Name)
 	if legacy {
 		copts = append(copts, client.WithProtocolVersion(legacyProtocol))
@@ -153,8 +156,14 @@ func dialOnce(ctx context.Context, cfg *config.Backend, opts Options, legacy boo
 	if opts.OnNotification != nil {
 		c.client.OnNotification(func(n mcp.JSONRPCNotification) {
 			// The SDK's reader calls this inline for a stdio or SSE
-			// backend: a panic here would end kiln, not one message.
-			defer safe.Recover(opts.Log, "handling backend "+cfg.Name+"'s "+n.Method)
+			// backend: a panic here would end kiln, not one message. The
+			// message is built only then: notifications (progress, logs)
+			// are frequent.
+			defer func() {
+				if p := recover(); p != nil {
+					safe.Report(opts.Log, "handling backend "+cfg.Name+"'s "+n.Method, p)
+				}
+			}()
 			raw, _ := json.Marshal(n.Params)
 			opts.OnNotification(n.Method, raw)
 		})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/kilnmcp/kiln/runtime/config"
 	"github.com/kilnmcp/kiln/runtime/jsontext"
 	"github.com/kilnmcp/kiln/runtime/rawio"
+	"github.com/kilnmcp/kiln/runtime/safe"
 )
 
 // stdioPipe owns a stdio backend's process and its stdin and stdout.
@@ -55,6 +57,8 @@ type stdioPipe struct {
 
 	waitOnce sync.Once
 	waitErr  error
+
+	log *slog.Logger // for a panic reading stdout; set before start
 }
 
 func newStdioPipe(cfg *config.Backend, stderr *ring) *stdioPipe {
@@ -136,6 +140,9 @@ func (p *stdioPipe) read(stdout io.Reader) {
 		p.feed.close()
 		p.end()
 	}()
+	// Runs first: a line that makes the reader panic ends this backend's
+	// connection (the supervisor restarts it), not kiln.
+	defer safe.Recover(p.log, "reading backend "+p.cfg.Name+"'s stdout")
 	r := bufio.NewReaderSize(stdout, lineReadSize)
 	var long []byte
 	for {

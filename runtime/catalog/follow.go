@@ -67,15 +67,21 @@ func (c *Catalog) sync(ctx context.Context) {
 			c.log.Debug("could not read the shared registrations", "err", err)
 			return
 		}
-		c.mu.Lock()
-		if c.gen != gen {
-			// A registration or deregistration made here since the read
-			// began: the records read may not show it yet.
-			c.mu.Unlock()
+		// Unlocked by defer: a panic applying another replica's records
+		// (recovered by the watch) must not leave the catalog locked.
+		again, stale := func() (map[string][]byte, bool) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.gen != gen {
+				// A registration or deregistration made here since the
+				// read began: the records read may not show it yet.
+				return nil, true
+			}
+			return c.applyLocked(recs, epoch), false
+		}()
+		if stale {
 			continue
 		}
-		again := c.applyLocked(recs, epoch)
-		c.mu.Unlock()
 		c.republish(ctx, again)
 		return
 	}

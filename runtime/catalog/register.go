@@ -96,19 +96,26 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 		release()
 		return nil, err
 	}
-	c.mu.Lock()
-	delete(c.pending, name)
-	c.gen++
-	// The store keeps every tool it listed; this replica serves those that
-	// pass the poisoning checks (screen.go).
-	served, hidden := c.screenedLocked(m)
-	err = c.opts.Registry.Add(served, false)
-	if err == nil {
+	// Unlocked by defer: a panic on the backend's tools (recovered by the
+	// handler or the restoring goroutine) must not leave the catalog locked.
+	var served *manifest.Manifest
+	var hidden map[string]string
+	err = func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.pending, name)
+		c.gen++
+		// The store keeps every tool it listed; this replica serves those
+		// that pass the poisoning checks (screen.go).
+		served, hidden = c.screenedLocked(m)
+		if err := c.opts.Registry.Add(served, false); err != nil {
+			return err
+		}
 		c.opts.Registry.Hold(name, hidden)
 		c.dynamic[name] = def
 		c.publishLocked()
-	}
-	c.mu.Unlock()
+		return nil
+	}()
 	if err != nil {
 		c.opts.Backends.RemoveBackend(name)
 		c.unsave(name)
@@ -327,9 +334,7 @@ func (c *Catalog) Restore(ctx context.Context) {
 			// Replicas always save the tools; another kiln wrote this.
 			err = errMalformed
 		default:
-			c.mu.Lock()
-			err = c.restoreLocked(p)
-			c.mu.Unlock()
+			err = c.restore(p)
 		}
 		if err != nil {
 			c.log.Warn("could not restore a runtime registration", "backend", p.Name, "err", err)
@@ -356,6 +361,14 @@ func (c *Catalog) Restore(ctx context.Context) {
 			}
 		}
 	}()
+}
+
+// restore is restoreLocked under the catalog's lock, released even if a
+// saved manifest makes it panic.
+func (c *Catalog) restore(p persisted) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.restoreLocked(p)
 }
 
 // restoreLocked registers a saved backend from its last known manifest and

@@ -242,14 +242,17 @@ func (d *server) handle(ctx context.Context, c net.Conn) {
 		d.sessions++
 		d.mu.Unlock()
 		d.log.Info("client session opened", "sessions", open+1)
+		// Counted out by defer, so a session that panics is too.
+		defer func() {
+			d.mu.Lock()
+			d.sessions--
+			left := d.sessions
+			d.mu.Unlock()
+			d.log.Info("client session closed", "sessions", left)
+		}()
 		if err := d.o.Session(withPeer(ctx, c), r, c); err != nil {
 			d.log.Warn("client session ended with an error", "err", err)
 		}
-		d.mu.Lock()
-		d.sessions--
-		left := d.sessions
-		d.mu.Unlock()
-		d.log.Info("client session closed", "sessions", left)
 	default:
 		fmt.Fprintf(c, "error unknown request %q; this kiln speaks %s, %s and %s\n", f[2], VerbConnect, VerbStatus, VerbStop)
 	}

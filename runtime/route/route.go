@@ -1,6 +1,7 @@
 package route
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -72,7 +73,7 @@ func (t *Table) add(b Backend) {
 		if _, taken := t.byText[text]; taken || strings.HasPrefix(text, Reserved) {
 			continue
 		}
-		tpl, err := parse(text)
+		tpl, err := Parse(text)
 		if err != nil {
 			continue // Problems reports it
 		}
@@ -104,34 +105,27 @@ func (t *Table) TemplateOwner(text string) (string, bool) {
 	return b, ok
 }
 
-// parse reads an RFC 6570 template and compiles the regexp Match uses. The
-// library's Regexp panics on a template it parsed but whose expression
-// asks for more than a thousand repeats (regexp's limit); that text, from
-// a backend, is refused here like any other bad template instead of
-// ending the gateway at the first read routed by it.
-func parse(text string) (tpl *uritemplate.Template, err error) {
+// ErrNoMatcher is Parse's error for a template that is valid RFC 6570
+// but that no regexp can match by: the library builds one that repeats an
+// expression's variable list, and Go's regexp allows 1,000 repeats.
+var ErrNoMatcher = errors.New("kiln cannot build a matcher for it")
+
+// Parse reads an RFC 6570 template and compiles the regexp Match uses. The
+// library's own Regexp panics on a template past regexp's limit, wherever
+// it is first asked (mcp-go asks on every templated read, holding a lock);
+// a backend's template is checked here first, so no such template goes
+// further than this.
+func Parse(text string) (tpl *uritemplate.Template, err error) {
 	if tpl, err = uritemplate.New(text); err != nil {
 		return nil, err
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			tpl, err = nil, fmt.Errorf("it has too many variables to match URIs against: %v", firstLine(fmt.Sprint(p)))
+			tpl, err = nil, ErrNoMatcher
 		}
 	}()
 	tpl.Regexp()
 	return tpl, nil
-}
-
-// firstLine keeps a panic's message short: regexp's quotes the whole
-// pattern.
-func firstLine(s string) string {
-	if i := strings.Index(s, "error parsing regexp: "); i >= 0 {
-		return s[i:]
-	}
-	if len(s) > 120 {
-		return s[:120] + "…"
-	}
-	return s
 }
 
 // Match reports whether uri is an expansion of tpl. The library's regexp
@@ -162,11 +156,13 @@ func Problems(backends []Backend) []string {
 			}
 		}
 		for _, text := range b.Templates {
-			switch _, err := parse(text); {
+			switch _, err := Parse(text); {
 			case strings.HasPrefix(text, Reserved):
 				out = append(out, fmt.Sprintf("backend %q lists resource template %q on kiln's own kiln:// scheme; kiln hides it", b.Name, text))
+			case errors.Is(err, ErrNoMatcher):
+				out = append(out, fmt.Sprintf("backend %q lists resource template %q: it is RFC 6570, but %v (more than 1,000 variables in one expression); kiln hides it and routes no read by it", b.Name, text, ErrNoMatcher))
 			case err != nil:
-				out = append(out, fmt.Sprintf("backend %q lists resource template %q, which is not an RFC 6570 template (%v); kiln lists it but routes no read by it", b.Name, text, err))
+				out = append(out, fmt.Sprintf("backend %q lists resource template %q, which is not an RFC 6570 template (%v); kiln hides it and routes no read by it", b.Name, text, err))
 			default:
 				if owner, ok := earlier.TemplateOwner(text); ok {
 					out = append(out, fmt.Sprintf("resource template %q is listed by backends %q and %q; reads go to %q, declared first", text, owner, b.Name, owner))

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -83,17 +84,20 @@ func TestProblems(t *testing.T) {
 
 // TestTemplateTooBigToMatch: a template the library parses but cannot
 // compile to a regexp (more than a thousand variables in one expression)
-// is reported and routes nothing; it ended the gateway from a goroutine
-// before, at the first read it was asked to route.
+// is refused by Parse, reported, and routes nothing; it ended the gateway
+// from a goroutine before, at the first URI routed against it.
 func TestTemplateTooBigToMatch(t *testing.T) {
 	big := "x://{" + strings.TrimSuffix(strings.Repeat("a,", 1002), ",") + "}"
 	backends := []Backend{{Name: "big", Templates: []string{big}}, {Name: "small", Templates: []string{"x://{id}"}}}
+	if _, err := Parse(big); !errors.Is(err, ErrNoMatcher) {
+		t.Errorf("Parse = %v, want ErrNoMatcher", err)
+	}
 	table := New(backends)
 	if owner, ok := table.Owner("x://1"); !ok || owner != "small" {
 		t.Errorf("Owner(x://1) = %q, %v; want the backend whose template compiles", owner, ok)
 	}
 	problems := strings.Join(Problems(backends), "\n")
-	if !strings.Contains(problems, `backend "big" lists resource template`) || !strings.Contains(problems, "invalid repeat count") {
+	if !strings.Contains(problems, `backend "big" lists resource template`) || !strings.Contains(problems, "kiln cannot build a matcher for it") {
 		t.Errorf("Problems does not report the template:\n%s", problems)
 	}
 	if extra := len(problems) - len(big); extra > 500 {

@@ -1,9 +1,3 @@
-// Package safe keeps a panic on one of kiln's own goroutines from ending
-// the gateway. A goroutine gets no recovery from the code that started it,
-// so one bad message from a backend (a tool list, a notification, a
-// resource template) handled on a goroutine of its own would otherwise
-// stop every client's session at once; recovered, it is one failed piece
-// of work, logged with its stack.
 package safe
 
 import (
@@ -34,9 +28,15 @@ func Go(log *slog.Logger, what string, f func()) {
 func AsError(log *slog.Logger, what string, err *error) {
 	if p := recover(); p != nil {
 		logPanic(log, what, p)
-		*err = fmt.Errorf("%s failed with an internal error (kiln logged it): %v", what, p)
+		// The panic's value stays in kiln's log: the error may go to a
+		// backend, which has no business reading kiln's internals.
+		*err = fmt.Errorf("%s failed with an internal error (kiln logged it)", what)
 	}
 }
+
+// Report logs p, a panic recovered by the caller's own deferred function,
+// as Recover does: for a hot path that builds what only when it panicked.
+func Report(log *slog.Logger, what string, p any) { logPanic(log, what, p) }
 
 func logPanic(log *slog.Logger, what string, p any) {
 	if log == nil {

@@ -54,11 +54,31 @@ func TestAsError(t *testing.T) {
 		return nil
 	}
 	err := ask()
-	if err == nil || !strings.Contains(err.Error(), "kiln's handling of backend b's roots/list failed with an internal error") ||
-		!strings.Contains(err.Error(), "nil pointer dereference") {
+	if err == nil || !strings.Contains(err.Error(), "kiln's handling of backend b's roots/list failed with an internal error") {
 		t.Errorf("err = %v; want the panic as an error naming the work", err)
 	}
-	if out := buf.String(); !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "stack=") {
+	if strings.Contains(err.Error(), "nil pointer") {
+		t.Errorf("err = %v: the panic's value goes to kiln's log, not to whoever gets the error", err)
+	}
+	if out := buf.String(); !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "stack=") || !strings.Contains(out, "nil pointer dereference") {
 		t.Errorf("the panic was not logged with its stack:\n%s", out)
+	}
+}
+
+// Report logs a panic its caller recovered, as Recover does.
+func TestReport(t *testing.T) {
+	var buf bytes.Buffer
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				Report(slog.New(slog.NewTextHandler(&buf, nil)), "handling backend b's notifications/progress", p)
+			}
+		}()
+		panic("bad params")
+	}()
+	for _, want := range []string{"level=ERROR", "handling backend b's notifications/progress stopped", "bad params", "stack="} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, buf.String())
+		}
 	}
 }

@@ -198,6 +198,7 @@ func (r *run) nativeCall(fc goja.FunctionCall) goja.Value {
 		var res callResult
 		defer func() {
 			if p := recover(); p != nil {
+				r.sb.log.Error("a script's tool call panicked", "backend", backend, "tool", tool, "panic", p, "stack", string(debug.Stack()))
 				res = callResult{id: id, err: fmt.Errorf("the backend call panicked: %v", p)}
 			}
 			r.results <- res // buffered to MaxCalls: never blocks

@@ -238,6 +238,12 @@ func (p *passthru) sync() {
 			if _, taken := tpls[t.URITemplate]; taken || strings.HasPrefix(t.URITemplate, route.Reserved) {
 				continue
 			}
+			if _, err := route.Parse(t.URITemplate); err != nil {
+				// Hidden, as route.Problems says: the SDK matches every
+				// templated read against every template it holds and
+				// would panic on this one holding its resources lock.
+				continue
+			}
 			var mt mcp.ResourceTemplate
 			if raw, err := json.Marshal(t); err == nil && json.Unmarshal(raw, &mt) == nil && mt.URITemplate != nil {
 				tpls[t.URITemplate] = server.ServerResourceTemplate{Template: mt, Handler: server.ResourceTemplateHandlerFunc(p.read)}
