@@ -22,16 +22,23 @@ import (
 // named fp, with env added to its environment.
 func passthroughFaultConfig(t *testing.T, env string) string {
 	t.Helper()
+	return backendsConfig(t, fmt.Sprintf(`  fp:
+    command: %s
+    env: {FAULT_PASSTHROUGH: "1"%s}
+`, faultBin(t), env))
+}
+
+// backendsConfig writes a kiln config with its own state directory and the
+// backends block given (YAML indented under backends:).
+func backendsConfig(t *testing.T, backends string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "kiln.yaml")
 	cfg := fmt.Sprintf(`version: 1
 gateway:
   state_dir: %s
   connect_timeout: 10s
 backends:
-  fp:
-    command: %s
-    env: {FAULT_PASSTHROUGH: "1"%s}
-`, t.TempDir(), faultBin(t), env)
+%s`, t.TempDir(), backends)
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -143,22 +150,13 @@ func TestPassthroughBackendErrorsOverHTTP(t *testing.T) {
 // backend listed a URI; and the SDK, given the template, panicked on every
 // templated read while holding its resources lock.
 func TestHugeResourceTemplate(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "kiln.yaml")
-	cfg := fmt.Sprintf(`version: 1
-gateway:
-  state_dir: %s
-  connect_timeout: 10s
-backends:
-  a:
-    command: %[2]s
+	path := backendsConfig(t, fmt.Sprintf(`  a:
+    command: %[1]s
     env: {FAULT_HUGE_TEMPLATE: "1", FAULT_PASSTHROUGH: "1"}
   fp:
-    command: %[2]s
+    command: %[1]s
     env: {FAULT_PASSTHROUGH: "1"}
-`, t.TempDir(), faultBin(t))
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`, faultBin(t)))
 	logs := &syncBuffer{}
 	s := startRawStdioLog(t, logs, "--config", path)
 	s.call(request("0", "initialize", initializeParams), "0")
