@@ -140,9 +140,17 @@ func (p *stdioPipe) read(stdout io.Reader) {
 		p.feed.close()
 		p.end()
 	}()
-	// Runs first: a line that makes the reader panic ends this backend's
-	// connection (the supervisor restarts it), not kiln.
-	defer safe.Recover(p.log, "reading backend "+p.cfg.Name+"'s stdout")
+	// Runs first: a line that makes the reader panic ends this backend,
+	// not kiln. Its process is killed, as no one reads it any more: the
+	// connection ends with it and the supervisor starts it again.
+	defer func() {
+		if r := recover(); r != nil {
+			safe.Report(p.log, "reading backend "+p.cfg.Name+"'s stdout", r)
+			if p.cmd != nil && p.cmd.Process != nil {
+				_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			}
+		}
+	}()
 	r := bufio.NewReaderSize(stdout, lineReadSize)
 	var long []byte
 	for {

@@ -1,10 +1,13 @@
 package backend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -12,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kilnmcp/kiln/runtime/config"
 )
 
 // dialRaw connects to the test server in mode on a session whose calls
@@ -284,5 +289,33 @@ func TestRawCallBackendAsks(t *testing.T) {
 	}
 	if got := r.TextContent(); got != "accept:map[name:ada]" || len(routed.methods) != 1 || !strings.HasPrefix(routed.methods[0], "elicitation/create ") {
 		t.Errorf("ask answered %q after kiln was asked %v", got, routed.methods)
+	}
+}
+
+// panicReader stands for a line that makes the stdout reader panic.
+type panicReader struct{}
+
+func (panicReader) Read([]byte) (int, error) { panic("a line the reader cannot take") }
+
+// TestReaderPanicKillsTheBackend: a panic reading a backend's stdout is
+// logged, not the end of kiln, and the backend's process is killed: no one
+// reads it any more, and its exit ends the connection, which the
+// supervisor starts again. Left running, the backend would stay connected
+// and deaf for good.
+func TestReaderPanicKillsTheBackend(t *testing.T) {
+	var logs bytes.Buffer
+	p := newStdioPipe(&config.Backend{Name: "deaf", Transport: config.TransportStdio, Command: "sleep", Args: []string{"300"}}, newRing(1024))
+	p.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
+	p.read(panicReader{}) // as the reader start began would, had a line made it panic
+	err := p.close()      // waits for the process: five minutes unless it was killed
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("the backend's process ended with %v; want it killed", err)
+	}
+	if out := logs.String(); !strings.Contains(out, "reading backend deaf's stdout stopped") || !strings.Contains(out, "stack=") {
+		t.Errorf("the panic was not logged with its stack:\n%s", out)
 	}
 }

@@ -100,7 +100,9 @@ func (c *Catalog) Register(ctx context.Context, name string, def json.RawMessage
 	// handler or the restoring goroutine) must not leave the catalog locked.
 	var served *manifest.Manifest
 	var hidden map[string]string
-	err = func() error {
+	err = func() (err error) {
+		// A panic becomes err, so the clean-up below runs for it too.
+		defer safe.AsError(c.log, "registering backend "+name, &err)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		delete(c.pending, name)

@@ -358,6 +358,10 @@ func (t *tailBuffer) String() string {
 	return strings.TrimSpace(string(t.head) + sep + string(t.tail))
 }
 
+// errCallPanicked is a tool call's error when kiln's side of it panicked;
+// the panic and its stack are in kiln's log, not in what the script sees.
+var errCallPanicked = errors.New("the backend call failed with an internal error in kiln (kiln logged it)")
+
 // call makes one tool call a worker's script asked for. It runs on a
 // goroutine of its own in kiln's process, where a panic on the call's path
 // (argument validation, the backend's answer) would end kiln and every
@@ -367,7 +371,7 @@ func (p *Pool) call(ctx context.Context, f *frame) (res *toolcall.Result, err er
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("a script's tool call panicked", "backend", f.Backend, "tool", f.Tool, "panic", r, "stack", string(debug.Stack()))
-			res, err = nil, fmt.Errorf("the backend call panicked: %v", r)
+			res, err = nil, errCallPanicked
 		}
 	}()
 	return p.opts.Caller.CallTool(ctx, f.Backend, f.Tool, f.Args)

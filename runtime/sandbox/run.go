@@ -199,7 +199,7 @@ func (r *run) nativeCall(fc goja.FunctionCall) goja.Value {
 		defer func() {
 			if p := recover(); p != nil {
 				r.sb.log.Error("a script's tool call panicked", "backend", backend, "tool", tool, "panic", p, "stack", string(debug.Stack()))
-				res = callResult{id: id, err: fmt.Errorf("the backend call panicked: %v", p)}
+				res = callResult{id: id, err: errCallPanicked}
 			}
 			r.results <- res // buffered to MaxCalls: never blocks
 		}()

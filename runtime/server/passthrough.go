@@ -238,12 +238,6 @@ func (p *passthru) sync() {
 			if _, taken := tpls[t.URITemplate]; taken || strings.HasPrefix(t.URITemplate, route.Reserved) {
 				continue
 			}
-			if _, err := route.Parse(t.URITemplate); err != nil {
-				// Hidden, as route.Problems says: the SDK matches every
-				// templated read against every template it holds and
-				// would panic on this one holding its resources lock.
-				continue
-			}
 			var mt mcp.ResourceTemplate
 			if raw, err := json.Marshal(t); err == nil && json.Unmarshal(raw, &mt) == nil && mt.URITemplate != nil {
 				tpls[t.URITemplate] = server.ServerResourceTemplate{Template: mt, Handler: server.ResourceTemplateHandlerFunc(p.read)}
@@ -269,6 +263,16 @@ func (p *passthru) sync() {
 		routes = append(routes, rb)
 	}
 	table := route.New(routes)
+	for text := range tpls {
+		if _, routed := table.TemplateOwner(text); !routed {
+			// A template route.Parse refused is hidden, as route.Problems
+			// says: the SDK matches every templated read against every
+			// template it holds and would panic on this one holding its
+			// resources lock.
+			delete(tpls, text)
+			delete(fpTpl, text)
+		}
+	}
 	p.table.Store(table)
 	p.exposed.Store(&exposed)
 	moves, settled := p.subs.moved(table)
