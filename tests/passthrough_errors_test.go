@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -24,23 +23,16 @@ import (
 // named fp, with env added to its environment.
 func passthroughFaultConfig(t *testing.T, env string) string {
 	t.Helper()
-	return backendsConfig(t, fmt.Sprintf(`  fp:
-    command: %s
-    env: {FAULT_PASSTHROUGH: "1"%s}
-`, faultBin(t), env))
-}
-
-// backendsConfig writes a kiln config with its own state directory and the
-// backends block given (YAML indented under backends:).
-func backendsConfig(t *testing.T, backends string) string {
-	t.Helper()
 	path := filepath.Join(t.TempDir(), "kiln.yaml")
 	cfg := fmt.Sprintf(`version: 1
 gateway:
   state_dir: %s
   connect_timeout: 10s
 backends:
-%s`, t.TempDir(), backends)
+  fp:
+    command: %s
+    env: {FAULT_PASSTHROUGH: "1"%s}
+`, t.TempDir(), faultBin(t), env)
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -152,57 +144,46 @@ func TestPassthroughBackendErrorsOverHTTP(t *testing.T) {
 // backend listed a URI; and the SDK, given the template, panicked on every
 // templated read while holding its resources lock.
 func TestHugeResourceTemplate(t *testing.T) {
-	path := backendsConfig(t, fmt.Sprintf(`  a:
+	k := startFaultKiln(t, fmt.Sprintf(`  a:
     command: %[1]s
     env: {FAULT_HUGE_TEMPLATE: "1"}
   fp:
     command: %[1]s
     env: {FAULT_PASSTHROUGH: "1"}
 `, faultBin(t)))
-	logs := &syncBuffer{}
-	s := startRawStdioLog(t, logs, "--config", path)
-	s.call(request("0", "initialize", initializeParams), "0")
-	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	ask := func(method, params string) rpcReply {
-		s.next++
-		id := fmt.Sprintf(`"h-%d"`, s.next)
-		return s.call(request(id, method, params), id)
+	ctx := t.Context()
+	// Both backends have synced once fp's resource is listed and the log
+	// reports a's template.
+	eventually(t, "fp's resources are listed and a's template reported", func() bool {
+		res, err := k.c.ListResources(ctx, mcpgo.ListResourcesRequest{})
+		return err == nil && strings.Contains(fmt.Sprint(res.Resources), "fault://doc") &&
+			k.logged("fault-huge://{v0,") && k.logged(route.ErrNoMatcher.Error())
+	})
+	tpls, err := k.c.ListResourceTemplates(ctx, mcpgo.ListResourceTemplatesRequest{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	eventually(t, "fp's resources are listed", func() bool {
-		return strings.Contains(string(ask("resources/list", `{}`).Result), "fault://doc")
-	})
-	// Both backends have synced once the log reports a's template.
-	eventually(t, "kiln's log says why the template is hidden", func() bool {
-		return strings.Contains(logs.String(), "fault-huge://{v0,") && strings.Contains(logs.String(), route.ErrNoMatcher.Error())
-	})
-	if templates := ask("resources/templates/list", `{}`); strings.Contains(string(templates.Result), "fault-huge://") {
-		t.Errorf("the template kiln cannot match by is listed: %.300s", templates.Result)
+	for _, tpl := range tpls.ResourceTemplates {
+		if strings.HasPrefix(tpl.URITemplate.Raw(), "fault-huge://") {
+			t.Errorf("the template kiln cannot match by is listed: %.100s", tpl.URITemplate.Raw())
+		}
+	}
+	// A resource not found is -32602 from 2026-07-28 on, -32002 before.
+	notFound := mcpgo.ErrResourceNotFound
+	if k.c.ProtocolVersion() >= "2026-07-28" {
+		notFound = mcpgo.ErrInvalidParams
 	}
 	for range 3 {
-		if r := ask("resources/read", `{"uri":"fault-huge://x"}`); r.Error == nil || r.Error.Code != -32002 {
-			t.Errorf("a read by the hidden template: %+v %s; want resource not found (-32002)", r.Error, r.Result)
+		_, err := k.c.ReadResource(ctx, mcpgo.ReadResourceRequest{Params: mcpgo.ReadResourceParams{URI: "fault-huge://x"}})
+		if !errors.Is(err, notFound) || !strings.Contains(fmt.Sprint(err), "resource not found") {
+			t.Errorf("a read by the hidden template (protocol %s): %v; want resource not found", k.c.ProtocolVersion(), err)
 		}
-		if r := ask("resources/read", `{"uri":"fault://doc"}`); r.Error != nil || !strings.Contains(string(r.Result), "a fault document") {
-			t.Fatalf("read of a listed resource: %+v %s", r.Error, r.Result)
+		if got := k.resource("fault://doc"); !strings.Contains(got, "a fault document") {
+			t.Fatalf("read of a listed resource: %q", got)
 		}
 	}
-	s.listTools()
-}
-
-// syncBuffer collects a process's log for a test to read while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	// The backend that lists the template serves its tools as ever.
+	if r := k.chain(ctx, `{"tool":"a.echo","arguments":{"text":"still here"}}`); r.IsError || !strings.Contains(r.Text(), "still here") {
+		t.Errorf("a.echo: %+v", r)
+	}
 }

@@ -109,19 +109,10 @@ type rawStdio struct {
 
 func startRawStdio(t *testing.T, args ...string) *rawStdio {
 	t.Helper()
-	return startRawStdioLog(t, nil, args...)
-}
-
-// startRawStdioLog is startRawStdio that also copies kiln's log to log.
-func startRawStdioLog(t *testing.T, log io.Writer, args ...string) *rawStdio {
-	t.Helper()
 	cmd := exec.Command(kilnBin(t), append([]string{"serve"}, args...)...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = ownState(t, args)
 	cmd.Stderr = testWriter{t, "kiln"}
-	if log != nil {
-		cmd.Stderr = io.MultiWriter(cmd.Stderr, log)
-	}
 	cmd.WaitDelay = 10 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

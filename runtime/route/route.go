@@ -62,8 +62,8 @@ func newTable() *Table {
 }
 
 // add gives t the URIs and templates of b that no backend added before
-// claims.
-func (t *Table) add(b Backend) {
+// claims, and returns why Parse refused any of those templates.
+func (t *Table) add(b Backend) (refused map[string]error) {
 	for _, u := range b.URIs {
 		if _, taken := t.exact[u]; !taken && !strings.HasPrefix(u, Reserved) {
 			t.exact[u] = b.Name
@@ -75,11 +75,16 @@ func (t *Table) add(b Backend) {
 		}
 		tpl, err := Parse(text)
 		if err != nil {
-			continue // Problems reports it
+			if refused == nil {
+				refused = map[string]error{}
+			}
+			refused[text] = err
+			continue
 		}
 		t.byText[text] = b.Name
 		t.templates = append(t.templates, template{backend: b.Name, text: text, t: tpl})
 	}
+	return refused
 }
 
 // Owner returns the backend that serves uri: the first to list it, else
@@ -155,21 +160,24 @@ func Problems(backends []Backend) []string {
 				out = append(out, fmt.Sprintf("resource %q is claimed by backends %q and %q; reads go to %q, declared first", u, owner, b.Name, owner))
 			}
 		}
-		for _, text := range b.Templates {
-			switch _, err := Parse(text); {
+		// The owners before b, then b's own templates parsed once, by add.
+		owners := make([]string, len(b.Templates))
+		for i, text := range b.Templates {
+			owners[i], _ = earlier.TemplateOwner(text)
+		}
+		refused := earlier.add(b)
+		for i, text := range b.Templates {
+			switch err := refused[text]; {
 			case strings.HasPrefix(text, Reserved):
 				out = append(out, fmt.Sprintf("backend %q lists resource template %q on kiln's own kiln:// scheme; kiln hides it", b.Name, text))
 			case errors.Is(err, ErrNoMatcher):
 				out = append(out, fmt.Sprintf("backend %q lists resource template %q: it is RFC 6570, but %v (more than 1,000 variables in one expression); kiln hides it and routes no read by it", b.Name, text, ErrNoMatcher))
 			case err != nil:
 				out = append(out, fmt.Sprintf("backend %q lists resource template %q, which is not an RFC 6570 template (%v); kiln hides it and routes no read by it", b.Name, text, err))
-			default:
-				if owner, ok := earlier.TemplateOwner(text); ok {
-					out = append(out, fmt.Sprintf("resource template %q is listed by backends %q and %q; reads go to %q, declared first", text, owner, b.Name, owner))
-				}
+			case owners[i] != "":
+				out = append(out, fmt.Sprintf("resource template %q is listed by backends %q and %q; reads go to %q, declared first", text, owners[i], b.Name, owners[i]))
 			}
 		}
-		earlier.add(b)
 	}
 	return out
 }

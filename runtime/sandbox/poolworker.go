@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kilnmcp/kiln/runtime/rawio"
+	"github.com/kilnmcp/kiln/runtime/safe"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -358,10 +358,6 @@ func (t *tailBuffer) String() string {
 	return strings.TrimSpace(string(t.head) + sep + string(t.tail))
 }
 
-// errCallPanicked is a tool call's error when kiln's side of it panicked;
-// the panic and its stack are in kiln's log, not in what the script sees.
-var errCallPanicked = errors.New("the backend call failed with an internal error in kiln (kiln logged it)")
-
 // call makes one tool call a worker's script asked for. It runs on a
 // goroutine of its own in kiln's process, where a panic on the call's path
 // (argument validation, the backend's answer) would end kiln and every
@@ -370,7 +366,7 @@ var errCallPanicked = errors.New("the backend call failed with an internal error
 func (p *Pool) call(ctx context.Context, f *frame) (res *toolcall.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			p.log.Error("a script's tool call panicked", "backend", f.Backend, "tool", f.Tool, "panic", r, "stack", string(debug.Stack()))
+			safe.Report(p.log, "the script's call of "+f.Backend+"."+f.Tool, r)
 			res, err = nil, errCallPanicked
 		}
 	}()

@@ -15,6 +15,7 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/kilnmcp/kiln/runtime/jsontext"
+	"github.com/kilnmcp/kiln/runtime/safe"
 	"github.com/kilnmcp/kiln/runtime/textcut"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
@@ -171,6 +172,10 @@ func (r *run) firstUnhandled(main *goja.Promise) *goja.Promise {
 	return nil
 }
 
+// errCallPanicked is a tool call's error when kiln's side of it panicked;
+// the panic and its stack are in kiln's log, not in what the script sees.
+var errCallPanicked = errors.New("the backend call failed with an internal error in kiln (kiln logged it)")
+
 // nativeCall implements host.call(backend, tool, argsJSON): it starts the
 // backend call on its own goroutine and returns a promise the event loop
 // settles.
@@ -198,7 +203,7 @@ func (r *run) nativeCall(fc goja.FunctionCall) goja.Value {
 		var res callResult
 		defer func() {
 			if p := recover(); p != nil {
-				r.sb.log.Error("a script's tool call panicked", "backend", backend, "tool", tool, "panic", p, "stack", string(debug.Stack()))
+				safe.Report(r.sb.log, "the script's call of "+backend+"."+tool, p)
 				res = callResult{id: id, err: errCallPanicked}
 			}
 			r.results <- res // buffered to MaxCalls: never blocks

@@ -271,7 +271,7 @@ func TestRunnerPanicIsTheRunsResult(t *testing.T) {
 	if ask != nil || out == nil || !out.IsError || !strings.Contains(out.TextContent(), "internal error") {
 		t.Errorf("got %+v, %+v; want the panic as an internal error", out, ask)
 	}
-	if log := logs.String(); !strings.Contains(log, "tool call panicked") || !strings.Contains(log, "boom") || !strings.Contains(log, "stack=") {
+	if log := logs.String(); !strings.Contains(log, "the run of call_tool_chain stopped") || !strings.Contains(log, "boom") || !strings.Contains(log, "stack=") {
 		t.Errorf("the panic was not logged with its stack:\n%s", log)
 	}
 }

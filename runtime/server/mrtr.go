@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/kilnmcp/kiln/runtime/safe"
 	"github.com/kilnmcp/kiln/runtime/toolcall"
 )
 
@@ -372,7 +372,7 @@ func (s *Server) runRecovered(run context.Context, name string, args json.RawMes
 // panicked logs a tool run's panic with its stack and is the result the
 // client gets for it.
 func (s *Server) panicked(name string, p any) *toolcall.Result {
-	s.log.Error("tool call panicked", "tool", name, "panic", p, "stack", string(debug.Stack()))
+	safe.Report(s.log, "the run of "+name, p)
 	return toolcall.Errorf("%s failed with an internal error; the gateway logged it. Try again.", name)
 }
 
