@@ -12,7 +12,8 @@
 # Each stage is a make target whose output goes to .cache/testrun/<stage>.log
 # and is printed as one block when the stage ends, so lines of two stages
 # never mix. A failed stage fails the run; the other stages still finish,
-# so the summary covers the whole run.
+# so the summary covers the whole run, and the failed stages' last lines
+# follow it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 read -ra make <<<"${MAKE:-make}"
@@ -81,4 +82,11 @@ if ((status == 0)); then
 	done
 fi
 "$report" summary "$dir" || status=1
+# Each failed stage's last lines once more, at the very end, where a CI log
+# cut to its tail still shows why.
+while read -r name _ _ rc; do
+	((rc == 0)) && continue
+	echo "== $name failed; the last lines of $dir/$name.log:"
+	tail -n 25 "$dir/$name.log"
+done <"$dir/stages.tsv"
 exit "$status"

@@ -1,6 +1,6 @@
 # Sourced by run.sh: the direct-mode comparison. Uses run.sh's $here,
 # $repo, $out, $node, $suite, $revisions, $server_bin (built by run.sh),
-# start_kiln, stop_kiln, and appends to failed.
+# start_kiln, stop_kiln, and appends to failed and flaky.
 
 # free_port prints a loopback port nothing listens on.
 free_port() {
@@ -64,33 +64,90 @@ wait_listed() {
 }
 
 # compare_direct runs the suite against the server directly and through
-# kiln for each revision and compares the two.
+# kiln for each revision and compares the two. A scenario kiln loses is run
+# once more through a fresh kiln: lost again, the revision fails; passing
+# the second time, it is reported as flaky with the first run's failed
+# checks (KILN_CONFORMANCE_RERUN=0 fails on the first loss). A kiln that
+# exits while the suite runs fails the revision either way, with its log's
+# last lines.
 compare_direct() {
-	local rev dir rc
+	local rev dir rc lost
 	for rev in "${revisions[@]}"; do
 		dir=$out/direct-$rev
 		mkdir -p "$dir/server" "$dir/kiln"
-		start_server "$rev" "$dir" || { failed+=("direct-$rev"); continue; }
+		start_server "$rev" "$dir" || { failed+=("direct-$rev (the everything-server did not start)"); continue; }
 		echo "== conformance $rev against the everything-server directly at $server_url"
 		(cd "$dir/server" && "$node" "$suite" server --url "$server_url" --requirements "$rev" \
 			-o "$dir/server/results") >"$dir/server/summary.txt" 2>&1 || true
 		stop_server
 
-		KILN_CONFORMANCE_SERVER=$server_bin start_kiln "$dir/kiln" "$here/direct.yaml" || { failed+=("direct-$rev"); continue; }
-		if ! wait_listed "$dir/kiln" tools/list test_simple_text; then
-			stop_kiln
-			failed+=("direct-$rev")
-			continue
-		fi
+		start_direct_kiln "$dir/kiln" || { failed+=("direct-$rev (kiln did not serve the backend's tools)"); continue; }
 		echo "== conformance $rev against kiln (expose: direct) fronting it over stdio at $url"
 		(cd "$dir/kiln" && "$node" "$suite" server --url "$url" --requirements "$rev" \
 			-o "$dir/kiln/results") >"$dir/kiln/summary.txt" 2>&1 || true
+		if ! kiln_lived "$dir/kiln"; then
+			failed+=("direct-$rev (kiln exited during the suite)")
+			continue
+		fi
 		stop_kiln
 
 		rc=0
-		"$node" "$here/compare.mjs" "$rev" "$dir/server/results" "$dir/kiln/results" | tee "$dir/compare.txt" || rc=$?
-		if ((rc != 0)); then
-			failed+=("direct-$rev")
+		"$node" "$here/compare.mjs" "$rev" "$dir/server/results" "$dir/kiln/results" "$dir/lost.txt" | tee "$dir/compare.txt" || rc=$?
+		((rc == 0)) && continue
+		lost=$(paste -sd ' ' "$dir/lost.txt")
+		if [[ ${KILN_CONFORMANCE_RERUN:-1} == 0 || -z $lost ]]; then
+			failed+=("direct-$rev (kiln lost: ${lost:-see compare.txt})")
+			continue
 		fi
+		rerun_lost "$rev" "$dir" "$lost"
 	done
+}
+
+# start_direct_kiln starts kiln on direct.yaml and waits until it serves
+# the backend's tools.
+start_direct_kiln() {
+	local dir=$1
+	KILN_CONFORMANCE_SERVER=$server_bin start_kiln "$dir" "$here/direct.yaml" || return 1
+	wait_listed "$dir" tools/list test_simple_text || { stop_kiln; return 1; }
+}
+
+# kiln_lived reports whether the kiln the suite just ran against is still
+# running; when it is not, it prints how it ended and its log's last lines.
+kiln_lived() {
+	local dir=$1 rc=0
+	kill -0 "$kiln_pid" 2>/dev/null && return 0
+	wait "$kiln_pid" || rc=$?
+	kiln_pid=
+	echo "conformance: kiln exited (status $rc) while the suite ran against it; the last lines of $dir/kiln.log:" >&2
+	tail -n 40 "$dir/kiln.log" >&2
+	return 1
+}
+
+# rerun_lost runs the scenarios kiln lost (LOST, space separated) once more
+# through a fresh kiln and records the revision as failed or flaky.
+rerun_lost() {
+	local rev=$1 dir=$2 lost=$3 again=$2/kiln-again s still rc=0
+	mkdir -p "$again"
+	echo "== conformance $rev: running the scenarios kiln lost once more through a fresh kiln: $lost"
+	start_direct_kiln "$again" || { failed+=("direct-$rev (kiln lost: $lost; the second kiln did not start)"); return; }
+	for s in $lost; do
+		# --force: the revision's requirements include extension
+		# scenarios, which --spec-version alone skips.
+		(cd "$again" && "$node" "$suite" server --url "$url" --scenario "$s" --spec-version "$rev" --force \
+			-o "$again/results") >>"$again/summary.txt" 2>&1 || true
+	done
+	if ! kiln_lived "$again"; then
+		failed+=("direct-$rev (kiln lost: $lost; kiln exited on the second run)")
+		return
+	fi
+	stop_kiln
+	# shellcheck disable=SC2086 # lost is a list of scenario names
+	still=$("$node" "$here/compare.mjs" --again "$rev" "$dir/server/results" "$again/results" $lost) || rc=$?
+	if ((rc != 0)); then
+		echo "$still"
+		failed+=("direct-$rev (kiln lost, twice: $(sed -E 's/^  - ([^:]+):.*/\1/' <<<"$still" | paste -sd ' '))")
+		return
+	fi
+	echo "$rev: every lost scenario passed through kiln the second time; reported as flaky"
+	flaky+=("direct-$rev: $lost")
 }
