@@ -19,7 +19,7 @@
 # build-gosdk.sh at go.mod's go-sdk version) is tested twice: directly over
 # HTTP, and as a bare stdio backend behind kiln in direct mode
 # (direct.yaml). compare.mjs prints a table of both and the scenarios kiln
-# loses; such a scenario runs once more through a fresh kiln and fails the
+# loses; such a scenario runs once more through the same kiln and fails the
 # run if it is lost again (passing, it is reported as flaky;
 # KILN_CONFORMANCE_RERUN=0 fails at once, KILN_CONFORMANCE_DIRECT_STRICT=0
 # only reports). A kiln that exits during the suite always fails the run.
