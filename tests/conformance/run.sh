@@ -112,7 +112,7 @@ for rev in "${revisions[@]}"; do
 	[[ ${KILN_CONFORMANCE_META:-1} == 0 ]] && break
 	dir=$out/$rev
 	mkdir -p "$dir"
-	KILN_CONFORMANCE_SERVER=$server_bin start_kiln "$dir"
+	KILN_CONFORMANCE_SERVER=$server_bin start_kiln "$dir" || { stop_kiln; failed+=("$rev (kiln did not start; see $dir/kiln.log)"); continue; }
 	# Its fixtures are served once it connects (it is not compiled in).
 	wait_listed "$dir" resources/list test://static-text || { stop_kiln; failed+=("$rev (kiln did not serve the backend's resources)"); continue; }
 	echo "== conformance $rev against $url"
