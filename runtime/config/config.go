@@ -274,8 +274,8 @@ type Backend struct {
 	// charset LLM APIs accept) instead of "backend__tool" in the direct and
 	// hybrid exposure modes.
 	Bare bool
-	// Required makes /readyz answer 503 until this backend is connected,
-	// so a load balancer or Kubernetes sends no traffic to a replica
+	// Required makes /readyz answer 503 until this backend is connected
+	// and its tools, resources and prompts are listed, so a load balancer or Kubernetes sends no traffic to a replica
 	// that cannot serve it.
 	Required bool
 	// Drift is backends.NAME.drift, "" when the file leaves it to

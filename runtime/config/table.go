@@ -164,7 +164,7 @@ var keyTable = []key{
 		doc: "The language servers behind find_definition, find_references, rename_symbol and the other navigation tools: started on the first call that needs one, confined like Bash."},
 	{path: "backends.*.auth", field: "Auth", kind: kindSection, only: []string{TransportHTTP, TransportSSE}, reload: reloadRestart,
 		doc: "OAuth 2.1 toward the backend. Endpoints, scopes and the resource are discovered from the server; secrets only as ${VAR} references."},
-	{path: "backends.*.required", kind: kindFlag, def: "false", field: "Required", doc: "/readyz answers 503 until this backend is connected."},
+	{path: "backends.*.required", kind: kindFlag, def: "false", field: "Required", doc: "/readyz answers 503 until this backend is connected and its tools, resources and prompts are listed."},
 	{path: "backends.*.drift", kind: kindEnum, field: "Drift", enum: driftModes, defNote: "gateway.drift", atStart: true,
 		doc: "pin, warn or follow: gateway.drift for this backend alone. Not for workspace backends, which are served from kiln's source."},
 	{path: "backends.*.accept_findings", kind: kindList, field: "AcceptFindings", atStart: true,

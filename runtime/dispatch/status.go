@@ -8,7 +8,11 @@ type Status struct {
 	Name      string
 	Transport string
 	State     State
-	Since     time.Time
+	// Listing is set while a healthy backend's first refresh after it
+	// connected runs: its live tools, resources and prompts may not be
+	// served yet.
+	Listing bool
+	Since   time.Time
 	// Error says why the backend is not healthy.
 	Error           string
 	ProtocolVersion string
@@ -43,7 +47,7 @@ func (d *Dispatcher) Status() []Status {
 	out := make([]Status, 0, len(d.slots))
 	for _, name := range d.namesLocked() {
 		s := d.slots[name]
-		st := Status{Name: name, Transport: s.cfg.Transport, State: s.state, Since: s.since, Dynamic: s.dynamic,
+		st := Status{Name: name, Transport: s.cfg.Transport, State: s.state, Listing: s.listing && s.state == StateHealthy, Since: s.since, Dynamic: s.dynamic,
 			NextRetry: s.retry, GaveUp: s.gaveUp, ProbeFailures: s.failures, LastHealthy: s.lastOK,
 			Calls: s.calls, Errors: s.errs, InFlight: s.inFlight, Queued: s.queued, MaxConcurrent: cap(s.sem), Timeout: s.cfg.Timeout}
 		for _, t := range s.restarts {

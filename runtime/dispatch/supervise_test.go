@@ -182,6 +182,12 @@ func supervised(t *testing.T, mode string, tune func(*config.Config)) *Dispatche
 // be connecting when it returns.
 func supervisedStarted(t *testing.T, mode string, tune func(*config.Config)) *Dispatcher {
 	t.Helper()
+	return supervisedWith(t, mode, tune, Options{})
+}
+
+// supervisedWith is supervisedStarted with the dispatcher's options.
+func supervisedWith(t *testing.T, mode string, tune func(*config.Config), opts Options) *Dispatcher {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +209,7 @@ func supervisedStarted(t *testing.T, mode string, tune func(*config.Config)) *Di
 	if tune != nil {
 		tune(cfg)
 	}
-	d := New(reg, cfg, Options{})
+	d := New(reg, cfg, opts)
 	d.firstRetry, d.maxRetry = 20*time.Millisecond, 100*time.Millisecond
 	d.Start(t.Context())
 	t.Cleanup(func() { d.Close() })
@@ -458,6 +464,26 @@ func TestRemovedNameIsFreeAtOnce(t *testing.T) {
 		Env: map[string]string{"KILN_TEST_SUPERVISED": "serve"}}); err != nil {
 		t.Fatalf("re-adding a removed name: %v", err)
 	}
+}
+
+func TestListingUntilTheRefreshAfterConnectEnds(t *testing.T) {
+	// Connected is not yet served: /readyz holds traffic back while the
+	// refresh after a connect lists the backend's tools, resources and
+	// prompts (a backend not compiled in has no tools before it ends).
+	release := make(chan struct{})
+	refreshes := make(chan string, 1)
+	d := supervisedWith(t, "serve", nil, Options{OnConnect: func(name string) {
+		refreshes <- name
+		<-release
+	}})
+	if name := <-refreshes; name != "sup" {
+		t.Fatalf("OnConnect got %q, want sup", name)
+	}
+	if st := d.Status()[0]; st.State != StateHealthy || !st.Listing {
+		t.Fatalf("status while the refresh after connect runs = %s, listing %v; want healthy and listing", st.State, st.Listing)
+	}
+	close(release)
+	waitFor(t, d, "done listing once the refresh ended", func(st Status) bool { return st.State == StateHealthy && !st.Listing })
 }
 
 func TestFirstCallToAToolNotYetListedWaitsForTheBackend(t *testing.T) {

@@ -50,7 +50,14 @@ type supervisor struct {
 	restarts []time.Time
 	failures int // probes failed in a row
 	lastOK   time.Time
-	sem      chan struct{}
+	// listing is set from a connect until OnConnect's refresh of that
+	// connection ends: connected, but its live tools, resources and
+	// prompts may not be served yet. listGen names the connect, so an
+	// older refresh that ends late does not clear a newer one's flag.
+	listing bool
+	listGen uint64
+
+	sem chan struct{}
 	// resized is closed and replaced when a reload swaps sem, so calls
 	// queued on the old limit try the new one.
 	resized  chan struct{}
@@ -242,13 +249,31 @@ func (s *supervisor) dial(ctx context.Context, first bool) (*backend.Conn, error
 	}
 	s.mu.Lock()
 	s.state, s.conn, s.err, s.since, s.retry, s.failures, s.lastOK = StateHealthy, conn, nil, time.Now(), time.Time{}, 0, time.Now()
+	s.listGen++
+	gen := s.listGen
+	s.listing = s.link.onConnect != nil
 	s.signalLocked()
 	s.mu.Unlock()
 	s.log.Info("backend connected", "backend", name, "protocol", conn.ProtocolVersion(), "took", time.Since(start).Round(time.Millisecond))
 	if s.link.onConnect != nil {
-		safe.Go(s.log, "the refresh after backend "+name+" connected", func() { s.link.onConnect(name) })
+		safe.Go(s.log, "the refresh after backend "+name+" connected", func() {
+			defer s.listed(gen)
+			s.link.onConnect(name)
+		})
 	}
 	return conn, nil
+}
+
+// listed records that the refresh after connect gen ended, failed or
+// not: a refresh that failed has logged why, and waiting on would keep
+// the gateway unready for a backend that is up.
+func (s *supervisor) listed(gen uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listGen == gen && s.listing {
+		s.listing = false
+		s.signalLocked()
+	}
 }
 
 // scheduleRestart records a failure and the time of the next attempt. It

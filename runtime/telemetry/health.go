@@ -105,20 +105,29 @@ func (h *Health) notReady() string {
 	if len(want) == 0 {
 		return ""
 	}
-	states := map[string]dispatch.State{}
+	states := map[string]dispatch.Status{}
 	for _, st := range h.status.Status() {
-		states[st.Name] = st.State
+		states[st.Name] = st
 	}
-	var down []string
+	var down, listing []string
 	for _, name := range want {
-		if st := states[name]; st != dispatch.StateHealthy {
-			down = append(down, fmt.Sprintf("%s (%s)", name, cmpOr(string(st), "unknown")))
+		switch st := states[name]; {
+		case st.State != dispatch.StateHealthy:
+			down = append(down, fmt.Sprintf("%s (%s)", name, cmpOr(string(st.State), "unknown")))
+		case st.Listing:
+			// Connected, but a backend not compiled in has no tools
+			// served yet, and no backend's resources or prompts are.
+			listing = append(listing, name)
 		}
 	}
-	if len(down) == 0 {
-		return ""
+	var why []string
+	if len(down) > 0 {
+		why = append(why, "required backends not connected: "+strings.Join(down, ", ")+"; kiln://health says why")
 	}
-	return "required backends not connected: " + strings.Join(down, ", ") + "; kiln://health says why"
+	if len(listing) > 0 {
+		why = append(why, "required backends connected, their tools, resources and prompts being listed: "+strings.Join(listing, ", "))
+	}
+	return strings.Join(why, "; ")
 }
 
 func cmpOr(s, def string) string {

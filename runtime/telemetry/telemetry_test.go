@@ -114,7 +114,9 @@ func TestReadiness(t *testing.T) {
 	expect(503, "starting")
 	h.Ready()
 	expect(503, "required backends not connected: db (starting)")
-	(*st)[0].State = dispatch.StateHealthy
+	(*st)[0].State, (*st)[0].Listing = dispatch.StateHealthy, true
+	expect(503, "required backends connected, their tools, resources and prompts being listed: db")
+	(*st)[0].Listing = false
 	expect(200, "ready") // web is not required: its state does not matter
 	h.Broken("sandbox: no worker")
 	expect(503, "sandbox: no worker")
