@@ -45,6 +45,8 @@ type Options struct {
 	OnCall func(id string)
 	// OnConnect is told, on its own goroutine, each time a backend
 	// connects: the catalog compares its live tools with the compiled ones.
+	// The backend's Status shows Listing until it returns, and /readyz
+	// waits for that, so it must end in bounded time.
 	OnConnect func(backend string)
 	// OnListChanged is told when a backend announces that its tools,
 	// resources or prompts changed; kind is "tools", "resources" or

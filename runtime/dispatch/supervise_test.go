@@ -471,6 +471,9 @@ func TestListingUntilTheRefreshAfterConnectEnds(t *testing.T) {
 	// refresh after a connect lists the backend's tools, resources and
 	// prompts (a backend not compiled in has no tools before it ends).
 	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open)
 	refreshes := make(chan string, 1)
 	d := supervisedWith(t, "serve", nil, Options{OnConnect: func(name string) {
 		refreshes <- name
@@ -482,8 +485,25 @@ func TestListingUntilTheRefreshAfterConnectEnds(t *testing.T) {
 	if st := d.Status()[0]; st.State != StateHealthy || !st.Listing {
 		t.Fatalf("status while the refresh after connect runs = %s, listing %v; want healthy and listing", st.State, st.Listing)
 	}
-	close(release)
+	open()
 	waitFor(t, d, "done listing once the refresh ended", func(st Status) bool { return st.State == StateHealthy && !st.Listing })
+
+	// A refresh of an earlier connect that ends late leaves a newer
+	// connect's flag alone.
+	s := d.slots["sup"]
+	d.mu.Lock()
+	old := s.listGen
+	s.listGen++
+	s.listing = true
+	d.mu.Unlock()
+	s.listed(old)
+	if !d.Status()[0].Listing {
+		t.Error("a late refresh of an earlier connect cleared the newer connect's listing")
+	}
+	s.listed(old + 1)
+	if d.Status()[0].Listing {
+		t.Error("the refresh of the current connect did not clear listing")
+	}
 }
 
 func TestFirstCallToAToolNotYetListedWaitsForTheBackend(t *testing.T) {

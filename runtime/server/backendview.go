@@ -23,6 +23,10 @@ type backendView struct {
 	State     string `json:"state"`
 	Since     string `json:"since,omitempty"`
 	Compiled  bool   `json:"compiled"`
+	// Listing marks a connected backend whose tools, resources and
+	// prompts kiln is listing after it connected: a backend not compiled
+	// in has no tools served until that ends.
+	Listing bool `json:"listing,omitempty"`
 	// Dynamic marks a backend added at run time by register_manual.
 	Dynamic         bool   `json:"dynamic,omitempty"`
 	Tools           int    `json:"tools"`
@@ -73,7 +77,7 @@ func (s *Server) backends() []backendView {
 			v.Note = "declared in the config but not compiled in, so kiln has no tools for it: run make generate && make build"
 		}
 		v.status = &st
-		v.Transport, v.State, v.Since, v.Dynamic = st.Transport, string(st.State), stamp(st.Since), st.Dynamic
+		v.Transport, v.State, v.Since, v.Dynamic, v.Listing = st.Transport, string(st.State), stamp(st.Since), st.Dynamic, st.Listing
 		v.ProtocolVersion, v.Error = st.ProtocolVersion, st.Error
 		v.Restarts, v.GaveUp, v.NextRetry = st.Restarts, st.GaveUp, stamp(st.NextRetry)
 		v.ProbeFailures, v.LastHealthy = st.ProbeFailures, stamp(st.LastHealthy)

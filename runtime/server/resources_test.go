@@ -80,7 +80,7 @@ func fleetStatus() *fakeStatus {
 			Calls: 12, Errors: 2, InFlight: 1, MaxConcurrent: 10, Timeout: 30 * time.Second, ProtocolVersion: "2025-06-18"},
 		{Name: "files", Transport: "stdio", State: dispatch.StateUnhealthy, Since: t0, NextRetry: t0.Add(time.Hour), ProbeFailures: 3,
 			Error: "health probe failed 3 times: context deadline exceeded\nstderr: panic", StderrTail: "boot ok\npanic: disk gone\n", MaxConcurrent: 10},
-		{Name: "ghost", Transport: "http", State: dispatch.StateHealthy, Since: t0},
+		{Name: "ghost", Transport: "http", State: dispatch.StateHealthy, Listing: true, Since: t0},
 		{Name: "off", Transport: "stdio", State: dispatch.StateDisabled, Since: t0},
 	}}
 	for i := range 30 {
@@ -236,7 +236,7 @@ func TestBackendsView(t *testing.T) {
 				Accept: "review with `kiln-gen diff`, record and compile it in with `make generate`"}},
 		{Name: "legacy", State: "not configured", Compiled: true, Tools: 1,
 			Note: "compiled in but not declared in the config, so calls fail; add it under backends: to use it"},
-		{Name: "ghost", Transport: "http", State: "healthy", Since: since,
+		{Name: "ghost", Transport: "http", State: "healthy", Listing: true, Since: since,
 			Note: "declared in the config but not compiled in, so kiln has no tools for it: run make generate && make build"},
 		{Name: "off", Transport: "stdio", State: "disabled", Since: since,
 			Note: "declared in the config but not compiled in, so kiln has no tools for it: run make generate && make build"},

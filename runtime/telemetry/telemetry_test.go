@@ -117,7 +117,15 @@ func TestReadiness(t *testing.T) {
 	(*st)[0].State, (*st)[0].Listing = dispatch.StateHealthy, true
 	expect(503, "required backends connected, their tools, resources and prompts being listed: db")
 	(*st)[0].Listing = false
+	(*st)[1].State, (*st)[1].Listing = dispatch.StateHealthy, true
 	expect(200, "ready") // web is not required: its state does not matter
+	(*st)[1].State = dispatch.StateUnhealthy
+	// Both reasons at once: one required backend down, one listing.
+	*st = append(*st, dispatch.Status{Name: "cache", State: dispatch.StateHealthy, Listing: true})
+	h.required = func() []string { return []string{"db", "web", "cache"} }
+	expect(503, "required backends not connected: web (unhealthy); kiln://health says why; required backends connected, their tools, resources and prompts being listed: cache")
+	*st = (*st)[:2]
+	h.required = func() []string { return []string{"db"} }
 	h.Broken("sandbox: no worker")
 	expect(503, "sandbox: no worker")
 	h.broken.Store(nil)

@@ -201,7 +201,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			log.Warn("could not refresh a backend's tools", "backend", name, "err", err)
 		}
 	}
-	hub := &passthroughHub{log: log, timeout: func() time.Duration { return op.cfg.Load().Gateway.ConnectTimeout }}
+	hub := newPassthroughHub(log, func() time.Duration { return op.cfg.Load().Gateway.ConnectTimeout })
 	tokens := oauth.NewManager(oauth.ManagerOptions{Store: st.tokens(cfg), OnSecret: learnTokens(scrubber), Logger: log})
 	defer tokens.Close() // runs after the dispatcher closes its backends
 	disp := dispatch.New(reg, cfg, dispatch.Options{Version: version.String(), Logger: log, OnCall: uses.Record,
