@@ -48,13 +48,34 @@ type template struct {
 // New builds a table; backends are ordered by name, the order kiln's config
 // declares them in, so the first declared wins a URI two claim.
 func New(backends []Backend) *Table {
+	t, _ := build(backends, false)
+	return t
+}
+
+// NewWithProblems is New and Problems in one pass, each template parsed
+// and compiled once.
+func NewWithProblems(backends []Backend) (*Table, []string) {
+	return build(backends, true)
+}
+
+// build adds the backends in declared order to a table, listing the
+// problems each adds to those declared before it when report is set: the
+// table grown as the backends advance (one built afresh for each backend
+// made start-up quadratic in the fleet: 40 ms of a 1,246-backend start,
+// BenchmarkStartFleet).
+func build(backends []Backend, report bool) (*Table, []string) {
 	bs := slices.Clone(backends)
 	slices.SortStableFunc(bs, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
 	t := newTable()
+	var out []string
 	for _, b := range bs {
-		t.add(b)
+		if !report {
+			t.add(b)
+			continue
+		}
+		out = t.addReporting(b, out)
 	}
-	return t
+	return t, out
 }
 
 func newTable() *Table {
@@ -145,38 +166,36 @@ func Match(tpl *uritemplate.Template, uri string) bool {
 // that a template of an earlier backend already matches, a template that
 // does not parse, and claims on kiln's own kiln:// scheme, which kiln keeps.
 func Problems(backends []Backend) []string {
-	bs := slices.Clone(backends)
-	slices.SortStableFunc(bs, func(a, b Backend) int { return strings.Compare(a.Name, b.Name) })
-	var out []string
-	// The backends declared before b, grown as b advances: a table built
-	// afresh for each backend made start-up quadratic in the fleet (40 ms
-	// of a 1,246-backend start, BenchmarkStartFleet).
-	earlier := newTable()
-	for _, b := range bs {
-		for _, u := range b.URIs {
-			if strings.HasPrefix(u, Reserved) {
-				out = append(out, fmt.Sprintf("backend %q lists resource %q on kiln's own kiln:// scheme; kiln serves its own resource there and hides this one", b.Name, u))
-			} else if owner, ok := earlier.Owner(u); ok {
-				out = append(out, fmt.Sprintf("resource %q is claimed by backends %q and %q; reads go to %q, declared first", u, owner, b.Name, owner))
-			}
+	_, out := build(backends, true)
+	return out
+}
+
+// addReporting is add, appending to out what b's URIs and templates clash
+// with in t, the backends declared before b.
+func (t *Table) addReporting(b Backend, out []string) []string {
+	for _, u := range b.URIs {
+		if strings.HasPrefix(u, Reserved) {
+			out = append(out, fmt.Sprintf("backend %q lists resource %q on kiln's own kiln:// scheme; kiln serves its own resource there and hides this one", b.Name, u))
+		} else if owner, ok := t.Owner(u); ok {
+			out = append(out, fmt.Sprintf("resource %q is claimed by backends %q and %q; reads go to %q, declared first", u, owner, b.Name, owner))
 		}
-		// The owners before b, then b's own templates parsed once, by add.
-		owners := make([]string, len(b.Templates))
-		for i, text := range b.Templates {
-			owners[i], _ = earlier.TemplateOwner(text)
-		}
-		refused := earlier.add(b)
-		for i, text := range b.Templates {
-			switch err := refused[text]; {
-			case strings.HasPrefix(text, Reserved):
-				out = append(out, fmt.Sprintf("backend %q lists resource template %q on kiln's own kiln:// scheme; kiln hides it", b.Name, text))
-			case errors.Is(err, ErrNoMatcher):
-				out = append(out, fmt.Sprintf("backend %q lists resource template %q: it is RFC 6570, but %v (more than 1,000 variables in one expression); kiln hides it and routes no read by it", b.Name, text, ErrNoMatcher))
-			case err != nil:
-				out = append(out, fmt.Sprintf("backend %q lists resource template %q, which is not an RFC 6570 template (%v); kiln hides it and routes no read by it", b.Name, text, err))
-			case owners[i] != "":
-				out = append(out, fmt.Sprintf("resource template %q is listed by backends %q and %q; reads go to %q, declared first", text, owners[i], b.Name, owners[i]))
-			}
+	}
+	// The owners before b, then b's own templates parsed once, by add.
+	owners := make([]string, len(b.Templates))
+	for i, text := range b.Templates {
+		owners[i], _ = t.TemplateOwner(text)
+	}
+	refused := t.add(b)
+	for i, text := range b.Templates {
+		switch err := refused[text]; {
+		case strings.HasPrefix(text, Reserved):
+			out = append(out, fmt.Sprintf("backend %q lists resource template %q on kiln's own kiln:// scheme; kiln hides it", b.Name, text))
+		case errors.Is(err, ErrNoMatcher):
+			out = append(out, fmt.Sprintf("backend %q lists resource template %q: it is RFC 6570, but %v (more than 1,000 variables in one expression); kiln hides it and routes no read by it", b.Name, text, ErrNoMatcher))
+		case err != nil:
+			out = append(out, fmt.Sprintf("backend %q lists resource template %q, which is not an RFC 6570 template (%v); kiln hides it and routes no read by it", b.Name, text, err))
+		case owners[i] != "":
+			out = append(out, fmt.Sprintf("resource template %q is listed by backends %q and %q; reads go to %q, declared first", text, owners[i], b.Name, owners[i]))
 		}
 	}
 	return out

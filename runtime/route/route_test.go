@@ -103,4 +103,15 @@ func TestTemplateTooBigToMatch(t *testing.T) {
 	if extra := len(problems) - len(big); extra > 500 {
 		t.Errorf("beside the template, the report has %d bytes: it quotes the whole regexp", extra)
 	}
+	// The one-pass build the server uses says and routes the same.
+	both, listed := NewWithProblems(backends)
+	if got := strings.Join(listed, "\n"); got != problems {
+		t.Errorf("NewWithProblems lists\n%s\nwant what Problems lists\n%s", got, problems)
+	}
+	if owner, _ := both.Owner("x://1"); owner != "small" {
+		t.Errorf("NewWithProblems' table: Owner(x://1) = %q, want small", owner)
+	}
+	if _, routed := both.TemplateOwner(big); routed {
+		t.Error("NewWithProblems' table routes the template it refused")
+	}
 }

@@ -10,7 +10,7 @@ import (
 // naming what, the work that stopped; defer it first on the goroutine.
 func Recover(log *slog.Logger, what string) {
 	if p := recover(); p != nil {
-		logPanic(log, what, p)
+		Report(log, what, p)
 	}
 }
 
@@ -27,7 +27,7 @@ func Go(log *slog.Logger, what string, f func()) {
 // question), the one waiting gets an answer instead of kiln ending.
 func AsError(log *slog.Logger, what string, err *error) {
 	if p := recover(); p != nil {
-		logPanic(log, what, p)
+		Report(log, what, p)
 		// The panic's value stays in kiln's log: the error may go to a
 		// backend, which has no business reading kiln's internals.
 		*err = fmt.Errorf("%s failed with an internal error (kiln logged it)", what)
@@ -36,9 +36,7 @@ func AsError(log *slog.Logger, what string, err *error) {
 
 // Report logs p, a panic recovered by the caller's own deferred function,
 // as Recover does: for a hot path that builds what only when it panicked.
-func Report(log *slog.Logger, what string, p any) { logPanic(log, what, p) }
-
-func logPanic(log *slog.Logger, what string, p any) {
+func Report(log *slog.Logger, what string, p any) {
 	if log == nil {
 		log = slog.Default()
 	}

@@ -262,13 +262,14 @@ func (p *passthru) sync() {
 		}
 		routes = append(routes, rb)
 	}
-	table := route.New(routes)
+	// One pass: each template is parsed and its matcher compiled once.
+	table, problems := route.NewWithProblems(routes)
 	for text := range tpls {
 		if _, routed := table.TemplateOwner(text); !routed {
-			// A template route.Parse refused is hidden, as route.Problems
-			// says: the SDK matches every templated read against every
-			// template it holds and would panic on this one holding its
-			// resources lock.
+			// A template the table does not route (route.Parse refused
+			// it) is hidden, as the problems say: the SDK matches every
+			// templated read against every template it holds and would
+			// panic on such a one holding its resources lock.
 			delete(tpls, text)
 			delete(fpTpl, text)
 		}
@@ -282,7 +283,7 @@ func (p *passthru) sync() {
 	for _, m := range settled {
 		p.s.log.Info("a resource subscription that could not move needs no move now: the backend kiln subscribed at serves the URI again", "uri", m.uri, "backend", m.from)
 	}
-	for _, w := range route.Problems(routes) {
+	for _, w := range problems {
 		if !p.warned(w) {
 			p.s.log.Warn("resource routing", "problem", w)
 		}
